@@ -1,0 +1,27 @@
+# The two set-up commands (see README.md) are `make up` and `make test`.
+
+DEBIAN_PACKAGES := etcd-server etcd-client protobuf-compiler
+
+.PHONY: deps build up down test lint bench
+
+deps:
+	@scripts/deps.sh $(DEBIAN_PACKAGES)
+
+build: deps
+	cargo build --release --locked -p kyb
+
+up: build
+	@scripts/up.sh
+
+down:
+	@scripts/down.sh
+
+lint: deps
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+
+test: lint
+	cargo nextest run --workspace --locked --no-fail-fast
+
+bench: deps
+	cargo run --release --locked -p kyb-bench -- storage

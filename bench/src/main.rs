@@ -1,0 +1,19 @@
+//! Kybernetes benchmarks (`make bench`). Each prints its figures with the machine's core
+//! count and the command line, as markdown ready for BENCHMARKS.md.
+//!
+//! Usage: `kyb-bench storage [--quick]`
+
+mod stats;
+mod storage;
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("# command: kyb-bench {}", args.join(" "));
+    println!("# cores: {cores}");
+    match args.first().map(String::as_str) {
+        Some("storage") => storage::run(quick),
+        _ => anyhow::bail!("usage: kyb-bench storage [--quick]"),
+    }
+}

@@ -1,0 +1,91 @@
+//! The command line. The `kyb server` flags are a contract that tests, scripts and users
+//! rely on: `kyb server --data-dir DIR --bind-address IP --port N [--etcd-endpoints URL,…]`.
+
+use clap::{Args, Parser, Subcommand};
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kyb",
+    version,
+    about = "Kybernetes: a Kubernetes-compatible orchestrator"
+)]
+pub struct Cli {
+    /// Where state lives [default: /var/lib/kyb as root, $XDG_DATA_HOME/kyb otherwise].
+    #[arg(long, global = true, env = "KYB_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+
+    /// Log filter (error, warn, info, debug, trace, or per-module directives); RUST_LOG
+    /// takes precedence when set.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run every control-plane and node component in one process.
+    Server(ServerArgs),
+    /// Print the version.
+    Version,
+}
+
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Address the API server listens on.
+    #[arg(long, default_value = "0.0.0.0", value_name = "IP")]
+    pub bind_address: IpAddr,
+
+    /// Port the API server listens on.
+    #[arg(long, default_value_t = 6443, value_name = "N")]
+    pub port: u16,
+
+    /// Keep cluster state in this etcd cluster instead of the embedded store.
+    #[arg(long, value_delimiter = ',', value_name = "URL,…")]
+    pub etcd_endpoints: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_server_contract_parses() {
+        let cli = Cli::try_parse_from([
+            "kyb",
+            "server",
+            "--data-dir",
+            "/tmp/d",
+            "--bind-address",
+            "127.0.0.1",
+            "--port",
+            "7443",
+            "--etcd-endpoints",
+            "http://127.0.0.1:2379,http://127.0.0.1:2380",
+        ])
+        .expect("parses");
+        assert_eq!(cli.data_dir, Some(PathBuf::from("/tmp/d")));
+        let Command::Server(args) = cli.command else {
+            panic!("not the server command")
+        };
+        assert_eq!(args.port, 7443);
+        assert_eq!(args.bind_address.to_string(), "127.0.0.1");
+        assert_eq!(args.etcd_endpoints.len(), 2);
+    }
+
+    #[test]
+    fn server_defaults() {
+        let cli = Cli::try_parse_from(["kyb", "server"]).expect("parses");
+        let Command::Server(args) = cli.command else {
+            panic!("not the server command")
+        };
+        assert_eq!(
+            (args.bind_address.to_string().as_str(), args.port),
+            ("0.0.0.0", 6443)
+        );
+        assert!(args.etcd_endpoints.is_empty());
+    }
+}

@@ -1,0 +1,37 @@
+//! `kyb`: every Kybernetes component in one binary. This crate only parses flags and wires
+//! components together; the components live in their own crates.
+
+mod cli;
+mod logging;
+mod server;
+
+use clap::Parser;
+
+fn main() -> std::process::ExitCode {
+    let cli = cli::Cli::parse();
+    logging::init(cli.log_level.as_deref());
+    let outcome = match cli.command {
+        cli::Command::Version => {
+            println!("kyb {}", env!("CARGO_PKG_VERSION"));
+            Ok(())
+        }
+        cli::Command::Server(args) => run_async(server::run(args, cli.data_dir)),
+    };
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            // `{:#}` prints the whole chain of context: "opening the store: …: …".
+            tracing::error!("{error:#}");
+            eprintln!("kyb: {error:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_async(future: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("kyb")
+        .build()?
+        .block_on(future)
+}

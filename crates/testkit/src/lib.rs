@@ -1,0 +1,22 @@
+//! Helpers for tests and benchmarks: free loopback ports, temporary directories and a real
+//! etcd started as a child process (Debian's `etcd-server`), stopped when dropped.
+
+mod etcd;
+mod process;
+
+pub use etcd::EtcdServer;
+pub use process::Process;
+
+use std::net::TcpListener;
+
+/// A TCP port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// A fresh temporary directory, removed when dropped.
+pub fn temp_dir(label: &str) -> anyhow::Result<tempfile::TempDir> {
+    Ok(tempfile::Builder::new()
+        .prefix(&format!("kyb-{label}-"))
+        .tempdir()?)
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Starts a single-node Kybernetes on the embedded store in the background (make up).
+set -euo pipefail
+
+if [ "$(id -u)" -eq 0 ]; then
+    data_dir=${KYB_DATA_DIR:-/var/lib/kyb}
+else
+    data_dir=${KYB_DATA_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/kyb}
+fi
+kyb=${KYB_BIN:-target/release/kyb}
+mkdir -p "$data_dir"
+pidfile=$data_dir/kyb.pid
+log=$data_dir/kyb.log
+
+if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    echo "kyb is already running (pid $(cat "$pidfile"), data in $data_dir); 'make down' stops it."
+else
+    nohup "$kyb" server --data-dir "$data_dir" >"$log" 2>&1 &
+    echo $! >"$pidfile"
+    deadline=$((SECONDS + 60))
+    until grep -q "kyb server ready" "$log" 2>/dev/null; do
+        if ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+            echo "kyb server exited; its log ($log) ends with:" >&2
+            tail -n 20 "$log" >&2
+            exit 1
+        fi
+        if [ $SECONDS -ge $deadline ]; then
+            echo "kyb server not ready after 60 s; see $log" >&2
+            exit 1
+        fi
+        sleep 0.1
+    done
+    echo "kyb server is running (pid $(cat "$pidfile")), data in $data_dir, log in $log."
+fi
+echo "Stop it with: make down"
