@@ -1,7 +1,10 @@
 //! Kybernetes benchmarks (`make bench`). Each prints its figures with the machine's core
 //! count and the command line, as markdown ready for BENCHMARKS.md.
 //!
-//! Usage: `kyb-bench storage [--quick]`
+//! Usage: `kyb-bench storage [--quick] [--embedded-only]`
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod stats;
 mod storage;
@@ -13,7 +16,7 @@ fn main() -> anyhow::Result<()> {
     println!("# command: kyb-bench {}", args.join(" "));
     println!("# cores: {cores}");
     match args.first().map(String::as_str) {
-        Some("storage") => storage::run(quick),
-        _ => anyhow::bail!("usage: kyb-bench storage [--quick]"),
+        Some("storage") => storage::run(quick, args.iter().any(|a| a == "--embedded-only")),
+        _ => anyhow::bail!("usage: kyb-bench storage [--quick] [--embedded-only]"),
     }
 }

@@ -1,6 +1,10 @@
 //! `kyb`: every Kybernetes component in one binary. This crate only parses flags and wires
 //! components together; the components live in their own crates.
 
+// Allocation-heavy request handling (JSON, watch fan-out) runs measurably faster on it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod cli;
 mod logging;
 mod server;

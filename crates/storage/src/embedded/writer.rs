@@ -267,6 +267,7 @@ impl Writer {
         if self.unchecked.0 == 0 || self.shared.failed.load(Ordering::Acquire) {
             return;
         }
+        let started = Instant::now();
         let outcome = self.ask_syncer(SyncRequest::Flush).and_then(|()| {
             // An empty durable commit persists every non-durable commit before it.
             let txn = self.db.begin_write().context("starting a checkpoint")?;
@@ -278,6 +279,7 @@ impl Writer {
                 tracing::debug!(
                     revision = self.revision,
                     bytes = self.unchecked.0,
+                    took = ?started.elapsed(),
                     "store checkpoint"
                 );
                 self.unchecked = (0, None);
