@@ -13,7 +13,14 @@ pub const DEADLINE: Duration = Duration::from_secs(20);
 pub struct Harness {
     pub store: Arc<dyn Store>,
     _dir: Option<tempfile::TempDir>,
-    _etcd: Option<EtcdServer>,
+    etcd: Option<EtcdServer>,
+}
+
+impl Harness {
+    /// The client URL of the etcd behind the store, for the etcd backend.
+    pub fn etcd_endpoint(&self) -> Option<&str> {
+        self.etcd.as_ref().map(|etcd| etcd.endpoint.as_str())
+    }
 }
 
 pub async fn embedded() -> Harness {
@@ -22,7 +29,7 @@ pub async fn embedded() -> Harness {
     Harness {
         store: Arc::new(store),
         _dir: Some(dir),
-        _etcd: None,
+        etcd: None,
     }
 }
 
@@ -37,7 +44,7 @@ pub async fn etcd() -> Harness {
     Harness {
         store: Arc::new(store),
         _dir: None,
-        _etcd: Some(server),
+        etcd: Some(server),
     }
 }
 
