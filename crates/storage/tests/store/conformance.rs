@@ -1,7 +1,7 @@
 //! One suite, both backends: every case takes a `&dyn Store` and is instantiated once per
 //! backend by `conformance!`.
 
-use crate::harness::{DEADLINE, assert_quiet, is_compacted, next_event, value};
+use crate::harness::{DEADLINE, assert_quiet, is_compacted, next_event, value, value_at};
 use bytes::Bytes;
 use kyb_storage::{Error, EventKind, KeyValue, ListRequest, MAX_VALUE_SIZE, Revision, Store};
 use std::collections::BTreeMap;
@@ -231,17 +231,7 @@ async fn reads_at_past_revisions(store: Shared) {
         (&b"a1"[..], ra, 1)
     );
     assert_eq!(store.get(b, Some(now)).await.unwrap().kv, None);
-    assert_eq!(
-        store
-            .get(b, Some(rb))
-            .await
-            .unwrap()
-            .kv
-            .unwrap()
-            .value
-            .as_ref(),
-        b"b1"
-    );
+    assert_eq!(value_at(store.as_ref(), b, Some(rb)).await, &b"b1"[..]);
     assert!(matches!(
         store.get(a, Some(now + 1000)).await,
         Err(Error::FutureRevision { .. })
@@ -551,17 +541,7 @@ async fn compaction_discards_old_history(store: Shared) {
     }
     assert_eq!(next_event(&mut watch).await.kind, EventKind::Delete);
     // …and the current state is untouched.
-    assert_eq!(
-        store
-            .get(key, None)
-            .await
-            .unwrap()
-            .kv
-            .unwrap()
-            .value
-            .as_ref(),
-        b"9"
-    );
+    assert_eq!(value_at(store.as_ref(), key, None).await, &b"9"[..]);
     assert_eq!(store.get(gone, None).await.unwrap().kv, None);
     let now = store.current_revision().await.unwrap();
     assert!(matches!(

@@ -1,7 +1,7 @@
 //! What only the embedded store promises: durability of every acknowledged write across a
 //! SIGKILL, refusing damaged or foreign files, and history kept across restarts.
 
-use crate::harness::{DEADLINE, is_compacted, value};
+use crate::harness::{DEADLINE, is_compacted, value, value_at};
 use bytes::Bytes;
 use kyb_storage::embedded::STORE_FILE;
 use kyb_storage::{EmbeddedOptions, EmbeddedStore, Error, ListRequest, Revision, Store};
@@ -157,17 +157,7 @@ async fn state_and_history_persist_across_restarts() {
     };
     let store = open(dir.path()).unwrap();
     assert_eq!(store.current_revision().await.unwrap(), r2);
-    assert_eq!(
-        store
-            .get(b"/k", Some(r1))
-            .await
-            .unwrap()
-            .kv
-            .unwrap()
-            .value
-            .as_ref(),
-        b"one"
-    );
+    assert_eq!(value_at(&store, b"/k", Some(r1)).await, &b"one"[..]);
     let mut watch = store.watch(b"/", r1).await.unwrap();
     let first = tokio::time::timeout(DEADLINE, watch.next())
         .await
@@ -193,17 +183,7 @@ async fn state_and_history_persist_across_restarts() {
     drop(store);
     let store = open(dir.path()).unwrap();
     assert!(is_compacted(store.get(b"/k", Some(r1)).await));
-    assert_eq!(
-        store
-            .get(b"/k", None)
-            .await
-            .unwrap()
-            .kv
-            .unwrap()
-            .value
-            .as_ref(),
-        b"two"
-    );
+    assert_eq!(value_at(&store, b"/k", None).await, &b"two"[..]);
 }
 
 #[tokio::test]

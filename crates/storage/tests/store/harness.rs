@@ -81,3 +81,14 @@ pub fn is_compacted<T: std::fmt::Debug>(result: Result<T, Error>) -> bool {
         }
     }
 }
+
+/// The value of `key` (at `revision`), which must exist.
+pub async fn value_at(
+    store: &dyn Store,
+    key: &[u8],
+    revision: Option<kyb_storage::Revision>,
+) -> Bytes {
+    let kv = store.get(key, revision).await.expect("get").kv;
+    kv.unwrap_or_else(|| panic!("{} does not exist", String::from_utf8_lossy(key)))
+        .value
+}
