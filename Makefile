@@ -24,4 +24,6 @@ test: lint
 	cargo nextest run --workspace --locked --no-fail-fast
 
 bench: deps
-	cargo run --release --locked -p kyb-bench -- storage
+	cargo build --release --locked -p kyb -p kyb-bench
+	target/release/kyb-bench storage
+	target/release/kyb-bench apiserver

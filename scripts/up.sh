@@ -12,13 +12,15 @@ mkdir -p "$data_dir"
 pidfile=$data_dir/kyb.pid
 log=$data_dir/kyb.log
 
+# A kubeconfig from an earlier run must not be mistaken for readiness.
 if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
     echo "kyb is already running (pid $(cat "$pidfile"), data in $data_dir); 'make down' stops it."
 else
+    rm -f "$data_dir/kubeconfig.yaml"
     nohup "$kyb" server --data-dir "$data_dir" >"$log" 2>&1 &
     echo $! >"$pidfile"
     deadline=$((SECONDS + 60))
-    until grep -q "kyb server ready" "$log" 2>/dev/null; do
+    until [ -f "$data_dir/kubeconfig.yaml" ] && grep -q "kyb server ready" "$log" 2>/dev/null; do
         if ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then
             echo "kyb server exited; its log ($log) ends with:" >&2
             tail -n 20 "$log" >&2
@@ -32,4 +34,12 @@ else
     done
     echo "kyb server is running (pid $(cat "$pidfile")), data in $data_dir, log in $log."
 fi
-echo "Stop it with: make down"
+cat <<EOF
+
+Use it with kubectl:
+    export KUBECONFIG=$data_dir/kubeconfig.yaml
+    kubectl get namespaces
+    kubectl create deployment web --image=nginx
+
+Stop it with: make down
+EOF

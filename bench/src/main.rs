@@ -1,11 +1,12 @@
 //! Kybernetes benchmarks (`make bench`). Each prints its figures with the machine's core
 //! count and the command line, as markdown ready for BENCHMARKS.md.
 //!
-//! Usage: `kyb-bench storage [--quick] [--embedded-only]`
+//! Usage: `kyb-bench storage [--quick] [--embedded-only]`, `kyb-bench apiserver [--quick]`
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod apiserver;
 mod stats;
 mod storage;
 
@@ -17,6 +18,7 @@ fn main() -> anyhow::Result<()> {
     println!("# cores: {cores}");
     match args.first().map(String::as_str) {
         Some("storage") => storage::run(quick, args.iter().any(|a| a == "--embedded-only")),
-        _ => anyhow::bail!("usage: kyb-bench storage [--quick] [--embedded-only]"),
+        Some("apiserver") => apiserver::run(quick),
+        _ => anyhow::bail!("usage: kyb-bench storage|apiserver [--quick] [--embedded-only]"),
     }
 }

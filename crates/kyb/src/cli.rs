@@ -29,6 +29,8 @@ pub struct Cli {
 pub enum Command {
     /// Run every control-plane and node component in one process.
     Server(ServerArgs),
+    /// Run the API server alone.
+    Apiserver(ServerArgs),
     /// Print the version.
     Version,
 }
@@ -42,6 +44,10 @@ pub struct ServerArgs {
     /// Port the API server listens on.
     #[arg(long, default_value_t = 6443, value_name = "N")]
     pub port: u16,
+
+    /// Requests served at once (watches excluded); more get 429 Too Many Requests.
+    #[arg(long, default_value_t = 600, value_name = "N")]
+    pub max_requests_inflight: usize,
 
     /// Keep cluster state in this etcd cluster instead of the embedded store.
     #[arg(long, value_delimiter = ',', value_name = "URL,…")]

@@ -19,7 +19,9 @@ fn main() -> std::process::ExitCode {
             println!("kyb {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
-        cli::Command::Server(args) => run_async(server::run(args, cli.data_dir)),
+        cli::Command::Server(args) | cli::Command::Apiserver(args) => {
+            run_async(server::run(args, cli.data_dir))
+        }
     };
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,

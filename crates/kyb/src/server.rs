@@ -1,16 +1,20 @@
-//! `kyb server`: the all-in-one process. For now it opens the store and keeps it compacted;
-//! the API server and the other components are wired in here as they are built.
+//! `kyb server` (all components in one process) and `kyb apiserver` (the API server alone):
+//! open the store, start the API server on it, write the admin kubeconfig once it is
+//! ready, and shut down cleanly on SIGTERM/SIGINT.
 
 use crate::cli::ServerArgs;
 use anyhow::Context;
+use kyb_apiserver::{ApiServer, Config};
 use kyb_storage::{
     DEFAULT_COMPACTION_INTERVAL, EmbeddedOptions, EmbeddedStore, EtcdStore, Store, run_compactor,
 };
+use std::net::{IpAddr, SocketAddr};
 use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub async fn run(args: ServerArgs, data_dir: Option<PathBuf>) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
     let data_dir = data_dir.map_or_else(default_data_dir, Ok)?;
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("creating the data dir {}", data_dir.display()))?;
@@ -31,21 +35,49 @@ pub async fn run(args: ServerArgs, data_dir: Option<PathBuf>) -> anyhow::Result<
     };
     let compactor = tokio::spawn(run_compactor(store.clone(), DEFAULT_COMPACTION_INTERVAL));
 
-    tracing::info!(
-        data_dir = %data_dir.display(),
-        store = store.backend(),
-        revision = store.current_revision().await?,
-        address = %args.bind_address,
-        port = args.port,
-        "kyb server ready"
-    );
-    shutdown_signal().await?;
+    let config = Config {
+        bind_address: args.bind_address,
+        port: args.port,
+        max_requests_in_flight: args.max_requests_inflight.max(1),
+        ..Config::default()
+    };
+    let apiserver = ApiServer::start(store.clone(), config)
+        .await
+        .context("starting the API server")?;
+    let kubeconfig = data_dir.join("kubeconfig.yaml");
+    let backend = store.backend();
+    let ready = |address: SocketAddr| {
+        let url = format!("http://{}", client_address(args.bind_address, address));
+        match kyb_apiserver::kubeconfig::write(&kubeconfig, &url) {
+            Ok(()) => tracing::info!(
+                address = %address,
+                store = backend,
+                kubeconfig = %kubeconfig.display(),
+                took = ?started.elapsed(),
+                "kyb server ready"
+            ),
+            Err(error) => {
+                tracing::error!(%error, path = %kubeconfig.display(), "cannot write the kubeconfig")
+            }
+        }
+    };
+    apiserver.serve(ready, shutdown_signal()).await;
+
     tracing::info!("shutting down");
     compactor.abort();
     if let Some(store) = embedded {
         store.shutdown().await;
     }
     Ok(())
+}
+
+/// Where a client on this machine reaches the server: loopback when bound to all addresses.
+fn client_address(bind: IpAddr, actual: SocketAddr) -> SocketAddr {
+    if bind.is_unspecified() {
+        SocketAddr::new(IpAddr::from([127, 0, 0, 1]), actual.port())
+    } else {
+        actual
+    }
 }
 
 /// `/var/lib/kyb` for root, `$XDG_DATA_HOME/kyb` (or `~/.local/share/kyb`) for anyone else.
@@ -62,14 +94,20 @@ fn default_data_dir() -> anyhow::Result<PathBuf> {
     }
     let home =
         std::env::var_os("HOME").context("neither --data-dir, XDG_DATA_HOME nor HOME is set")?;
-    Ok(PathBuf::from(home).join(".local/share/kyb"))
+    Ok(Path::new(&home).join(".local/share/kyb"))
 }
 
-async fn shutdown_signal() -> anyhow::Result<()> {
+async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
-    let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+    let mut terminate = match signal(SignalKind::terminate()) {
+        Ok(terminate) => terminate,
+        Err(error) => {
+            tracing::error!(%error, "cannot listen for SIGTERM");
+            return std::future::pending().await;
+        }
+    };
     tokio::select! {
-        result = tokio::signal::ctrl_c() => result.context("listening for SIGINT"),
-        _ = terminate.recv() => Ok(()),
+        _ = tokio::signal::ctrl_c() => {}
+        _ = terminate.recv() => {}
     }
 }

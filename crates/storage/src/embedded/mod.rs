@@ -48,7 +48,8 @@ const SYNC_QUEUE: usize = 16;
 /// Tuning for the embedded store.
 #[derive(Clone, Debug)]
 pub struct EmbeddedOptions {
-    /// Memory redb may use to cache pages.
+    /// Memory redb may use to cache pages. Small by default: the API server serves reads
+    /// from its own cache, so redb's only serves the writer's lookups.
     pub cache_size: usize,
     /// Verify every page checksum when opening, so a damaged file is refused at start-up
     /// instead of failing later. Costs one read of the whole file.
@@ -64,7 +65,7 @@ pub struct EmbeddedOptions {
 impl Default for EmbeddedOptions {
     fn default() -> Self {
         Self {
-            cache_size: 128 << 20,
+            cache_size: 8 << 20,
             check_integrity: true,
             checkpoint_bytes: 4 << 20,
             checkpoint_interval: std::time::Duration::from_secs(5),

@@ -1,6 +1,4 @@
-//! The `kyb` binary as users and scripts run it.
-
-#![allow(clippy::unwrap_used)]
+//! The binary's command line and process behaviour.
 
 use kyb_testkit::{EtcdServer, Process};
 use std::path::Path;

@@ -1,0 +1,240 @@
+//! API server benchmark: a release `kyb server` on the embedded store, driven over HTTP/1.1
+//! by this process (one connection per client, hyper's client connection API).
+//!
+//! Figures: creates/s and p50/p99 latency of 16 clients creating 10,000 ConfigMaps of
+//! 1 KiB; LIST of those 10,000 objects (p50/p99 of 20 lists); 1,000 concurrent watchers
+//! each receiving one event (p50/p99 delivery, from the write being sent); startup time to
+//! /readyz; RSS of the server idle and after the 10,000 objects.
+
+use crate::stats::{Latencies, ms};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
+use kyb_testkit::Process;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use tokio::net::TcpStream;
+
+struct Sizes {
+    objects: usize,
+    clients: usize,
+    lists: usize,
+    watchers: usize,
+}
+
+type Sender = http1::SendRequest<Full<Bytes>>;
+
+async fn connect(port: u16) -> anyhow::Result<Sender> {
+    let stream = TcpStream::connect(("127.0.0.1", port)).await?;
+    stream.set_nodelay(true)?;
+    let (sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(connection);
+    Ok(sender)
+}
+
+async fn request(
+    sender: &mut Sender,
+    method: &str,
+    path: &str,
+    body: Bytes,
+) -> anyhow::Result<(u16, Bytes)> {
+    sender.ready().await?;
+    let request = hyper::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .body(Full::new(body))?;
+    let response = sender.send_request(request).await?;
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await?.to_bytes();
+    Ok((status, body))
+}
+
+fn rss_mib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn kyb_binary() -> PathBuf {
+    std::env::var_os("KYB_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/kyb"))
+}
+
+pub fn run(quick: bool) -> anyhow::Result<()> {
+    let sizes = if quick {
+        Sizes {
+            objects: 1000,
+            clients: 16,
+            lists: 5,
+            watchers: 100,
+        }
+    } else {
+        Sizes {
+            objects: 10_000,
+            clients: 16,
+            lists: 20,
+            watchers: 1000,
+        }
+    };
+    let binary = kyb_binary();
+    anyhow::ensure!(
+        binary.exists(),
+        "{} is missing: run `cargo build --release -p kyb`",
+        binary.display()
+    );
+    let dir = kyb_testkit::temp_dir("bench-apiserver")?;
+    let port = kyb_testkit::free_port()?;
+    let started = Instant::now();
+    let mut server = Process::spawn(
+        Command::new(&binary)
+            .env_remove("RUST_LOG")
+            .args([
+                "server",
+                "--bind-address",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--data-dir",
+            ])
+            .arg(dir.path()),
+    )?;
+    server.wait_for_line("kyb server ready", Duration::from_secs(60))?;
+    let ready = started.elapsed();
+    let pid = server.id();
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        // Let the background OpenAPI generation finish before measuring idle memory.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let idle = rss_mib(pid);
+
+        // Creates, in two halves: the second half's memory growth is the steady-state cost
+        // of an object (the first also warms up the allocator and caches).
+        let value = "x".repeat(1024);
+        let per_client = sizes.objects / sizes.clients / 2;
+        let mut samples = Vec::new();
+        let mut elapsed = Duration::ZERO;
+        let mut halfway = 0.0;
+        for half in 0..2 {
+        let begin = Instant::now();
+        let mut tasks = Vec::new();
+        for client in 0..sizes.clients {
+            let value = value.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut sender = connect(port).await?;
+                let mut samples = Vec::with_capacity(per_client);
+                for i in half * per_client..(half + 1) * per_client {
+                    let body = format!(
+                        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm-{client}-{i}"}},"data":{{"v":"{value}"}}}}"#
+                    );
+                    let t = Instant::now();
+                    let (status, _) = request(&mut sender, "POST", "/api/v1/namespaces/default/configmaps", body.into()).await?;
+                    samples.push(t.elapsed());
+                    anyhow::ensure!(status == 201, "create answered {status}");
+                }
+                anyhow::Ok(samples)
+            }));
+        }
+        for task in tasks {
+            samples.extend(task.await??);
+        }
+        elapsed += begin.elapsed();
+        if half == 0 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            halfway = rss_mib(pid);
+        }
+        }
+        let creates = samples.len() as f64 / elapsed.as_secs_f64();
+        let create_latency = Latencies::new(samples);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let loaded = rss_mib(pid);
+
+        // Lists.
+        let mut sender = connect(port).await?;
+        let mut lists = Vec::new();
+        let mut listed_bytes = 0;
+        for _ in 0..sizes.lists {
+            let t = Instant::now();
+            let (status, body) = request(&mut sender, "GET", "/api/v1/namespaces/default/configmaps", Bytes::new()).await?;
+            lists.push(t.elapsed());
+            anyhow::ensure!(status == 200, "list answered {status}");
+            listed_bytes = body.len();
+        }
+        let list_latency = Latencies::new(lists);
+
+        // Watchers.
+        let revision = {
+            let (_, body) = request(&mut sender, "GET", "/api/v1/namespaces/default/configmaps?limit=1", Bytes::new()).await?;
+            let list: serde_json::Value = serde_json::from_slice(&body)?;
+            list["metadata"]["resourceVersion"].as_str().unwrap_or("0").to_string()
+        };
+        let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel(sizes.watchers);
+        let mut watchers = Vec::new();
+        for _ in 0..sizes.watchers {
+            let ready_tx = ready_tx.clone();
+            let path = format!("/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={revision}&fieldSelector=metadata.name%3Dwatched");
+            watchers.push(tokio::spawn(async move {
+                let mut sender = connect(port).await?;
+                sender.ready().await?;
+                let request = hyper::Request::builder()
+                    .uri(path)
+                    .header("host", "127.0.0.1")
+                    .body(Full::new(Bytes::new()))?;
+                let response = sender.send_request(request).await?;
+                let mut body = response.into_body();
+                let _ = ready_tx.send(()).await;
+                loop {
+                    match body.frame().await {
+                        Some(Ok(frame)) if frame.data_ref().is_some_and(|d| !d.is_empty()) => return anyhow::Ok(Instant::now()),
+                        Some(Ok(_)) => continue,
+                        Some(Err(error)) => return Err(error.into()),
+                        None => anyhow::bail!("watch ended"),
+                    }
+                }
+            }));
+        }
+        for _ in 0..sizes.watchers {
+            ready_rx.recv().await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let watched_rss = rss_mib(pid);
+        let sent = Instant::now();
+        let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"watched"}}"#;
+        let (status, _) = request(&mut sender, "POST", "/api/v1/namespaces/default/configmaps", body.into()).await?;
+        anyhow::ensure!(status == 201, "create answered {status}");
+        let mut deliveries = Vec::new();
+        for watcher in watchers {
+            let received = tokio::time::timeout(Duration::from_secs(30), watcher).await???;
+            deliveries.push(received.duration_since(sent));
+        }
+        let delivery = Latencies::new(deliveries);
+
+        println!();
+        println!("| figure | value |");
+        println!("|---|---|");
+        println!("| start to ready (kubeconfig written) | {} |", ms(ready));
+        println!("| RSS idle | {idle:.1} MiB |");
+        println!("| {} creates, {} clients | {creates:.0} creates/s, p50 {}, p99 {} |", sizes.objects, sizes.clients, ms(create_latency.percentile(50.0)), ms(create_latency.percentile(99.0)));
+        let object_json = listed_bytes as f64 / sizes.objects as f64 / 1024.0;
+        let marginal = (loaded - halfway) * 1024.0 / (sizes.objects / 2) as f64;
+        println!("| RSS after {} ConfigMaps of 1 KiB | {loaded:.1} MiB; second half {marginal:.2} KiB per object, of which {object_json:.2} KiB is its JSON |", sizes.objects);
+        println!("| LIST of {} ({:.1} MiB) | p50 {}, p99 {} |", sizes.objects, listed_bytes as f64 / (1 << 20) as f64, ms(list_latency.percentile(50.0)), ms(list_latency.percentile(99.0)));
+        println!("| {} watchers, one event each | p50 {}, p99 {} (RSS with the watchers {watched_rss:.1} MiB) |", sizes.watchers, ms(delivery.percentile(50.0)), ms(delivery.percentile(99.0)));
+        anyhow::Ok(())
+    })?;
+    server.terminate()?;
+    server.wait_exit(Duration::from_secs(30))?;
+    Ok(())
+}

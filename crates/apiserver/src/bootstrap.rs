@@ -1,0 +1,91 @@
+//! What exists in every cluster from the first start: the namespaces `default`,
+//! `kube-system`, `kube-public` and `kube-node-lease`, and the `kubernetes` service in
+//! `default` (the first ClusterIP) with its Endpoints and EndpointSlice pointing at this
+//! API server.
+
+use crate::rest;
+use crate::server::Server;
+use kyb_api::registry;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+pub const NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// Creates (or refreshes) the default objects, retrying until it succeeds.
+pub async fn run(server: &Server) {
+    loop {
+        match try_run(server).await {
+            Ok(()) => return,
+            Err(error) => {
+                tracing::warn!(%error, "bootstrapping the default objects failed; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+async fn try_run(server: &Server) -> Result<(), kyb_api::Status> {
+    let find = |group, version, plural| {
+        registry::find(group, version, plural)
+            .ok_or_else(|| kyb_api::Status::internal(format!("{plural} is not registered")))
+    };
+    let namespaces = find("", "v1", "namespaces")?;
+    for name in NAMESPACES {
+        let namespace =
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        ignore_exists(rest::ensure(server, namespaces, namespace, false).await)?;
+    }
+    let port = server.config.port;
+    let address = server.advertise_address.to_string();
+    let cluster_ip = rest::first_service_ip(server.config.service_cidr).to_string();
+    let labels = json!({"component": "apiserver", "provider": "kubernetes"});
+    let service = json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "kubernetes", "namespace": "default", "labels": labels},
+        "spec": {
+            "type": "ClusterIP",
+            "clusterIP": cluster_ip,
+            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}],
+            "sessionAffinity": "None",
+        },
+    });
+    let ports = json!([{"name": "https", "port": port, "protocol": "TCP"}]);
+    let endpoints = json!({
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+        "subsets": [{"addresses": [{"ip": address}], "ports": ports}],
+    });
+    let slice = json!({
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": "kubernetes",
+            "namespace": "default",
+            "labels": {"kubernetes.io/service-name": "kubernetes"},
+        },
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [address], "conditions": {"ready": true}}],
+        "ports": ports,
+    });
+    rest::ensure(server, find("", "v1", "services")?, service, true).await?;
+    // Where the API server can be reached from pods: worth a warning, not a refusal to serve.
+    for (object, resource) in [
+        (endpoints, find("", "v1", "endpoints")?),
+        (slice, find("discovery.k8s.io", "v1", "endpointslices")?),
+    ] {
+        if let Err(error) = rest::ensure(server, resource, object, true).await {
+            tracing::warn!(%error, "cannot publish the kubernetes service's endpoints");
+        }
+    }
+    Ok(())
+}
+
+fn ignore_exists(result: Result<Value, kyb_api::Status>) -> Result<(), kyb_api::Status> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(status) if status.code == 409 => Ok(()),
+        Err(status) => Err(status),
+    }
+}

@@ -1,0 +1,152 @@
+//! An object as the watch cache keeps it: its JSON (with `resourceVersion` set), ready to
+//! send as is, plus what selectors need without parsing it again.
+
+use bytes::Bytes;
+use kyb_api::{ResourceDef, fields, meta};
+use serde_json::Value;
+use std::sync::Arc;
+
+#[derive(Debug)]
+pub struct CachedObject {
+    /// The storage key (`<prefix>/<namespace>/<name>` or `<prefix>/<name>`), shared with the
+    /// cache's index; the name and namespace are read from it.
+    pub key: Arc<str>,
+    namespaced: bool,
+    /// The revision of the write that produced this state (its `resourceVersion`).
+    pub revision: u64,
+    /// The serialized object, `metadata.resourceVersion` included.
+    pub json: Bytes,
+    /// `metadata.labels`, sorted by key.
+    pub labels: Box<[(Box<str>, Box<str>)]>,
+    /// The values of the kind's selectable fields, in [`fields::kind_fields`] order.
+    pub fields: Box<[Box<str>]>,
+}
+
+impl CachedObject {
+    /// Builds the cached form of a stored value written at `revision`.
+    pub fn from_stored(
+        def: &ResourceDef,
+        key: &[u8],
+        value: &[u8],
+        revision: u64,
+    ) -> Result<Self, String> {
+        let mut object: Value =
+            serde_json::from_slice(value).map_err(|e| format!("stored object is not JSON: {e}"))?;
+        meta::metadata_mut(&mut object)
+            .insert("resourceVersion".into(), revision.to_string().into());
+        Self::from_value(def, key, &object, revision)
+    }
+
+    /// Builds the cached form of an object whose `resourceVersion` is already `revision`.
+    pub fn from_value(
+        def: &ResourceDef,
+        key: &[u8],
+        object: &Value,
+        revision: u64,
+    ) -> Result<Self, String> {
+        let mut json =
+            serde_json::to_vec(object).map_err(|e| format!("encoding an object: {e}"))?;
+        // The cache keeps this for the object's lifetime: no spare capacity.
+        json.shrink_to_fit();
+        let key = String::from_utf8_lossy(key).into_owned();
+        let mut labels: Vec<(Box<str>, Box<str>)> = meta::labels(object)
+            .map(|l| {
+                l.iter()
+                    .map(|(k, v)| (k.as_str().into(), v.as_str().unwrap_or_default().into()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        labels.sort();
+        let fields = fields::kind_fields(def.group, def.kind)
+            .iter()
+            .map(|f| {
+                fields::field_value(def.group, def.kind, object, f)
+                    .unwrap_or_default()
+                    .into()
+            })
+            .collect();
+        Ok(Self {
+            key: key.into(),
+            namespaced: def.namespaced,
+            revision,
+            json: Bytes::from(json),
+            labels: labels.into_boxed_slice(),
+            fields,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        self.key.rsplit('/').next().unwrap_or_default()
+    }
+
+    pub fn namespace(&self) -> Option<&str> {
+        if !self.namespaced {
+            return None;
+        }
+        let mut parts = self.key.rsplitn(3, '/');
+        parts.next();
+        parts.next()
+    }
+
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .binary_search_by(|(k, _)| k.as_ref().cmp(key))
+            .ok()
+            .and_then(|i| self.labels.get(i))
+            .map(|(_, v)| v.as_ref())
+    }
+
+    /// The value of a selectable field.
+    pub fn field(&self, def: &ResourceDef, field: &str) -> Option<&str> {
+        match field {
+            "metadata.name" => Some(self.name()),
+            "metadata.namespace" => Some(self.namespace().unwrap_or_default()),
+            other => fields::kind_fields(def.group, def.kind)
+                .iter()
+                .position(|f| *f == other)
+                .and_then(|i| self.fields.get(i))
+                .map(AsRef::as_ref),
+        }
+    }
+
+    /// The parsed object.
+    pub fn value(&self) -> Result<Value, String> {
+        serde_json::from_slice(&self.json).map_err(|e| format!("cached object is not JSON: {e}"))
+    }
+
+    /// The same object reported at another revision (a deletion's last state).
+    pub fn at_revision(&self, def: &ResourceDef, revision: u64) -> Result<Self, String> {
+        let mut object = self.value()?;
+        meta::metadata_mut(&mut object)
+            .insert("resourceVersion".into(), revision.to_string().into());
+        Self::from_value(def, self.key.as_bytes(), &object, revision)
+    }
+}
+
+/// Which objects a list or watch wants.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    pub namespace: Option<String>,
+    pub labels: kyb_api::labels::Selector,
+    pub fields: fields::Selector,
+}
+
+impl Filter {
+    pub fn matches(&self, def: &ResourceDef, object: &CachedObject) -> bool {
+        if let Some(ns) = &self.namespace
+            && object.namespace() != Some(ns.as_str())
+        {
+            return false;
+        }
+        self.labels.matches_pairs(|key| object.label(key))
+            && self.fields.requirements.iter().all(|r| {
+                let value = object.field(def, &r.field).unwrap_or_default();
+                (value == r.value) == r.equals
+            })
+    }
+
+    /// The name a `metadata.name=` field selector pins, which makes a lookup instead of a scan.
+    pub fn name(&self) -> Option<&str> {
+        self.fields.exact("metadata.name")
+    }
+}

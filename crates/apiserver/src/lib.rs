@@ -1,0 +1,29 @@
+//! The Kubernetes API server.
+//!
+//! Serves the built-in resources of the Kubernetes 1.33 API over HTTP from the storage layer:
+//! a generic REST engine (`rest`) driven by the resource registry (`kyb_api::registry`),
+//! reads and watches from an in-memory watch cache (`cache`), discovery, OpenAPI, Table
+//! output, and the default objects every cluster has (`bootstrap`). Start it with
+//! [`ApiServer::start`] and [`ApiServer::serve`].
+
+mod bootstrap;
+pub mod cache;
+mod convert;
+mod discovery;
+pub mod kinds;
+pub mod kubeconfig;
+mod negotiation;
+mod openapi;
+mod printers;
+mod protobuf;
+mod query;
+mod request;
+mod response;
+mod rest;
+mod routes;
+mod server;
+mod util;
+mod validation;
+
+pub use routes::KUBERNETES_VERSION;
+pub use server::{ApiServer, Config, Server, StartError};

@@ -1,0 +1,141 @@
+//! Request bodies: from bytes (JSON, YAML or protobuf) to a normalized object of the
+//! expected kind, with `fieldValidation` applied to unknown fields.
+
+use super::Call;
+use crate::kinds;
+use crate::negotiation::{self, BodyFormat};
+use kyb_api::Status;
+use kyb_api::registry::split_api_version;
+use serde_json::Value;
+
+/// How unknown fields are treated (`fieldValidation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldValidation {
+    Ignore,
+    Warn,
+    Strict,
+}
+
+pub fn field_validation(call: &Call<'_>) -> Result<FieldValidation, Status> {
+    match call.query.value("fieldValidation") {
+        None | Some("Warn") => Ok(FieldValidation::Warn),
+        Some("Ignore") => Ok(FieldValidation::Ignore),
+        Some("Strict") => Ok(FieldValidation::Strict),
+        Some(other) => Err(Status::bad_request(format!(
+            "fieldValidation parameter unsupported: {other:?}; supported values: Ignore, Warn, Strict"
+        ))),
+    }
+}
+
+/// The body parsed to JSON, whatever its format (patches excluded).
+pub fn parse(call: &Call<'_>) -> Result<Value, Status> {
+    let content_type = call.header("content-type");
+    parse_bytes(&call.body, negotiation::body_format(content_type)?)
+}
+
+pub fn parse_bytes(body: &[u8], format: BodyFormat) -> Result<Value, Status> {
+    if body.is_empty() {
+        return Err(Status::bad_request("the request body is empty"));
+    }
+    match format {
+        BodyFormat::Json
+        | BodyFormat::MergePatch
+        | BodyFormat::JsonPatch
+        | BodyFormat::StrategicMergePatch => serde_json::from_slice(body).map_err(|e| {
+            Status::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
+        }),
+        BodyFormat::Yaml | BodyFormat::ApplyPatch => serde_saphyr::from_slice::<Value>(body)
+            .map_err(|e| Status::bad_request(format!("error converting YAML to JSON: {e}"))),
+        BodyFormat::Protobuf => crate::protobuf::decode(body),
+    }
+}
+
+/// An object decoded from the body as `group/version, Kind=kind`: the type metadata checked
+/// against what the URL implies, unknown fields handled per `fieldValidation` (warnings
+/// are returned).
+pub fn decode_object(
+    call: &Call<'_>,
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Result<(Value, Vec<String>), Status> {
+    let value = parse(call)?;
+    normalize(call, value, group, version, kind)
+}
+
+pub fn normalize(
+    call: &Call<'_>,
+    value: Value,
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Result<(Value, Vec<String>), Status> {
+    if !value.is_object() {
+        return Err(Status::bad_request(
+            "the request body must be a JSON object",
+        ));
+    }
+    let expected = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    if let Some(api_version) = value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .filter(|v| !v.is_empty())
+    {
+        let (body_group, _) = split_api_version(api_version);
+        if api_version != expected {
+            let message = if body_group == group {
+                format!(
+                    "the API version in the data ({api_version}) does not match the expected API version ({expected})"
+                )
+            } else {
+                format!(
+                    "the object provided is unrecognized: apiVersion {api_version:?} is not {expected:?}"
+                )
+            };
+            return Err(Status::bad_request(message));
+        }
+    }
+    if let Some(body_kind) = value
+        .get("kind")
+        .and_then(Value::as_str)
+        .filter(|k| !k.is_empty())
+        && body_kind != kind
+    {
+        return Err(Status::bad_request(format!(
+            "the kind in the data ({body_kind}) does not match the expected kind ({kind})"
+        )));
+    }
+    let normalized = match kinds::normalize(group, version, kind, value) {
+        Some(result) => {
+            result.map_err(|e| Status::bad_request(format!("error decoding {kind}: {e}")))?
+        }
+        None => {
+            return Err(Status::internal(format!(
+                "no type for {expected}, Kind={kind}"
+            )));
+        }
+    };
+    let mut warnings = Vec::new();
+    if !normalized.unknown.is_empty() {
+        let messages: Vec<String> = normalized
+            .unknown
+            .iter()
+            .map(|f| format!("unknown field {f:?}"))
+            .collect();
+        match field_validation(call)? {
+            FieldValidation::Strict => {
+                return Err(Status::bad_request(format!(
+                    "strict decoding error: {}",
+                    messages.join(", ")
+                )));
+            }
+            FieldValidation::Warn => warnings = messages,
+            FieldValidation::Ignore => {}
+        }
+    }
+    Ok((normalized.object, warnings))
+}

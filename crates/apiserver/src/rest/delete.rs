@@ -1,0 +1,339 @@
+//! `delete` and `deletecollection`: preconditions, graceful deletion of pods bound to a node,
+//! finalizers (an object with finalizers only gets a `deletionTimestamp`), and propagation
+//! policies recorded as the `orphan` / `foregroundDeletion` finalizers for the garbage
+//! collector.
+
+use super::write::{self, set_revision};
+use super::{Call, present, read};
+use crate::kinds;
+use crate::response::{self, Response};
+use crate::server::storage_error;
+use crate::util;
+use http::StatusCode;
+use kyb_api::{Status, meta};
+use serde_json::{Value, json};
+
+/// The parsed `DeleteOptions` (from the body and the query).
+#[derive(Debug, Default)]
+pub struct DeleteOptions {
+    pub grace_period: Option<i64>,
+    pub propagation: Option<String>,
+    pub orphan_dependents: Option<bool>,
+    pub precondition_uid: Option<String>,
+    pub precondition_rv: Option<String>,
+    pub dry_run: bool,
+}
+
+pub fn options(call: &Call<'_>) -> Result<DeleteOptions, Status> {
+    let mut options = DeleteOptions::default();
+    if !call.body.iter().all(u8::is_ascii_whitespace) {
+        let value = super::body::parse(call)?;
+        let value = kinds::delete_options(value)
+            .map_err(|e| Status::bad_request(format!("invalid DeleteOptions: {e}")))?;
+        options.grace_period = value.get("gracePeriodSeconds").and_then(Value::as_i64);
+        options.propagation = value
+            .get("propagationPolicy")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        options.orphan_dependents = value.get("orphanDependents").and_then(Value::as_bool);
+        options.precondition_uid = value
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        options.precondition_rv = value
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        options.dry_run = value
+            .get("dryRun")
+            .and_then(Value::as_array)
+            .is_some_and(|d| d.iter().any(|v| v == "All"));
+    }
+    if let Some(grace) = call.query.number("gracePeriodSeconds")? {
+        options.grace_period = Some(grace);
+    }
+    if let Some(policy) = call.query.value("propagationPolicy") {
+        options.propagation = Some(policy.to_string());
+    }
+    if let Some(orphan) = call.query.value("orphanDependents") {
+        options.orphan_dependents = Some(orphan == "true");
+    }
+    options.dry_run |= call.query.dry_run()?;
+    match options.propagation.as_deref() {
+        None | Some("Orphan" | "Background" | "Foreground") => {}
+        Some(other) => {
+            return Err(Status::invalid(
+                "meta.k8s.io",
+                "DeleteOptions",
+                "",
+                &[kyb_api::status::Cause {
+                    reason: "FieldValueNotSupported".into(),
+                    message: format!(
+                        "Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
+                    ),
+                    field: "propagationPolicy".into(),
+                }],
+            ));
+        }
+    }
+    if options.grace_period.is_some_and(|g| g < 0) {
+        options.grace_period = Some(0);
+    }
+    Ok(options)
+}
+
+/// What a delete did.
+pub enum Outcome {
+    /// Gone; the last state.
+    Deleted(Value),
+    /// Marked for deletion (grace period or finalizers); the new state.
+    Pending(Value),
+}
+
+pub async fn delete(call: &Call<'_>) -> Result<Response, Status> {
+    let name = call.name()?.to_string();
+    let options = options(call)?;
+    match delete_object(call, &name, &options).await? {
+        Outcome::Pending(object) => present::stored_value(call, &object, StatusCode::OK),
+        Outcome::Deleted(object) if call.def.returns_deleted_object => {
+            present::stored_value(call, &object, StatusCode::OK)
+        }
+        Outcome::Deleted(object) => Ok(response::json(
+            StatusCode::OK,
+            &kyb_api::status::success(call.def.group, call.def.plural, &name, meta::uid(&object)),
+        )),
+    }
+}
+
+pub async fn delete_collection(call: &Call<'_>) -> Result<Response, Status> {
+    let options = options(call)?;
+    let filter = read::filter(call)?;
+    call.server.fresh().await?;
+    let prefix = call.def.list_prefix(filter.namespace.as_deref());
+    let page = call
+        .cache
+        .list(&prefix, &filter, None, 0, call.server.cache.revision());
+    let mut deleted = Vec::new();
+    for object in &page.items {
+        let namespace = object.namespace().map(str::to_string);
+        let scoped = Call {
+            server: call.server,
+            def: call.def,
+            cache: call.cache,
+            verb: call.verb,
+            namespace: namespace.or_else(|| call.namespace.clone()),
+            name: Some(object.name().to_string()),
+            query: crate::query::Query::default(),
+            output: call.output,
+            headers: call.headers.clone(),
+            body: bytes::Bytes::new(),
+        };
+        match delete_object(&scoped, object.name(), &options).await {
+            Ok(Outcome::Deleted(value) | Outcome::Pending(value)) => deleted.push(value),
+            Err(status) if status.code == 404 => {}
+            Err(status) => return Err(status),
+        }
+    }
+    let revision = call.server.cache.revision();
+    let items = deleted
+        .iter()
+        .map(|v| {
+            let key = call
+                .def
+                .key(meta::namespace(v), meta::name(v).unwrap_or_default());
+            crate::cache::object::CachedObject::from_value(
+                call.storage(),
+                key.as_bytes(),
+                v,
+                revision,
+            )
+            .map(std::sync::Arc::new)
+            .map_err(Status::internal)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    present::list(call, &items, revision, None)
+}
+
+/// Deletes one object (or marks it for deletion) with compare-and-swap, retrying on
+/// conflicts.
+pub async fn delete_object(
+    call: &Call<'_>,
+    name: &str,
+    options: &DeleteOptions,
+) -> Result<Outcome, Status> {
+    let key = call.key(name);
+    let def = call.storage();
+    let (mut current, mut revision) = write::current(call, name).await?;
+    for _ in 0..64 {
+        if let Some(uid) = &options.precondition_uid
+            && meta::uid(&current) != Some(uid.as_str())
+        {
+            return Err(Status::conflict(
+                def.group,
+                def.plural,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    meta::uid(&current).unwrap_or_default()
+                ),
+            ));
+        }
+        if let Some(rv) = &options.precondition_rv
+            && *rv != revision.to_string()
+        {
+            return Err(Status::conflict(
+                def.group,
+                def.plural,
+                name,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {revision}"
+                ),
+            ));
+        }
+        let marked = mark_for_deletion(call, &current, options);
+        let (outcome, write) = match marked {
+            Some(new) if write::changed_for_delete(&new, &current) => {
+                if options.dry_run {
+                    return Ok(Outcome::Pending(new));
+                }
+                let result = call
+                    .server
+                    .store
+                    .update(key.as_bytes(), write::encode(&new)?, revision)
+                    .await;
+                (Outcome::Pending(new), result)
+            }
+            Some(unchanged) => return Ok(Outcome::Pending(unchanged)),
+            None => {
+                if options.dry_run {
+                    return Ok(Outcome::Deleted(current));
+                }
+                let result = call
+                    .server
+                    .store
+                    .delete(key.as_bytes(), Some(revision))
+                    .await
+                    .map(|d| d.revision);
+                (Outcome::Deleted(current.clone()), result)
+            }
+        };
+        match write {
+            Ok(written) => {
+                return Ok(match outcome {
+                    Outcome::Pending(mut new) => {
+                        set_revision(&mut new, written);
+                        Outcome::Pending(new)
+                    }
+                    deleted => deleted,
+                });
+            }
+            Err(kyb_storage::Error::Conflict {
+                current: latest, ..
+            }) => {
+                current = write::decode_stored(&latest.value, latest.mod_revision)?;
+                revision = latest.mod_revision;
+            }
+            Err(kyb_storage::Error::NotFound { .. }) => return Err(call.not_found(name)),
+            Err(other) => return Err(storage_error(other)),
+        }
+    }
+    Err(Status::new(
+        409,
+        "Conflict",
+        "too many concurrent updates; try again",
+    ))
+}
+
+/// The state an object goes to instead of being deleted at once, if it must wait (a
+/// grace period, finalizers); `None` when it can be deleted now.
+fn mark_for_deletion(call: &Call<'_>, current: &Value, options: &DeleteOptions) -> Option<Value> {
+    let def = call.storage();
+    let mut new = current.clone();
+    let mut finalizers: Vec<String> = meta::finalizers(current)
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let policy = match (options.propagation.as_deref(), options.orphan_dependents) {
+        (Some(policy), _) => Some(policy),
+        (None, Some(true)) => Some("Orphan"),
+        (None, Some(false)) => Some("Background"),
+        (None, None) => None,
+    };
+    let wanted = match policy {
+        Some("Orphan") => Some("orphan"),
+        Some("Foreground") => Some("foregroundDeletion"),
+        _ => None,
+    };
+    if let Some(wanted) = wanted {
+        finalizers.retain(|f| f != "orphan" && f != "foregroundDeletion");
+        finalizers.push(wanted.to_string());
+    } else if policy == Some("Background") {
+        finalizers.retain(|f| f != "orphan" && f != "foregroundDeletion");
+    }
+    let grace = grace_period(def, current, options);
+    let namespace_finalizing = def.group.is_empty()
+        && def.kind == "Namespace"
+        && current
+            .pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
+    if finalizers.is_empty() && grace == 0 && !namespace_finalizing {
+        return None;
+    }
+    let metadata = meta::metadata_mut(&mut new);
+    if finalizers.is_empty() {
+        metadata.remove("finalizers");
+    } else {
+        metadata.insert("finalizers".into(), json!(finalizers));
+    }
+    let existing_grace = metadata
+        .get("deletionGracePeriodSeconds")
+        .and_then(Value::as_i64);
+    let start =
+        metadata.get("deletionTimestamp").is_none() || existing_grace.is_some_and(|g| grace < g);
+    if start {
+        let when = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(grace);
+        metadata.insert("deletionTimestamp".into(), util::timestamp(when).into());
+        metadata.insert("deletionGracePeriodSeconds".into(), grace.into());
+        if let Some(generation) = metadata
+            .get("generation")
+            .and_then(Value::as_i64)
+            .filter(|g| *g > 0)
+        {
+            metadata.insert("generation".into(), (generation + 1).into());
+        }
+    }
+    if namespace_finalizing && let Some(map) = new.as_object_mut() {
+        let status = map.entry("status").or_insert_with(|| json!({}));
+        status["phase"] = "Terminating".into();
+    }
+    Some(new)
+}
+
+/// Pods bound to a node get a grace period for their kubelet; everything else is deleted at
+/// once.
+fn grace_period(def: &kyb_api::ResourceDef, current: &Value, options: &DeleteOptions) -> i64 {
+    if !(def.group.is_empty() && def.kind == "Pod") {
+        return 0;
+    }
+    let bound = current
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty());
+    let finished = matches!(
+        current.pointer("/status/phase").and_then(Value::as_str),
+        Some("Succeeded" | "Failed")
+    );
+    if !bound || finished {
+        return 0;
+    }
+    options
+        .grace_period
+        .or_else(|| {
+            current
+                .pointer("/spec/terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+        })
+        .unwrap_or(30)
+        .max(0)
+}

@@ -1,0 +1,186 @@
+//! Responses in the representation the client negotiated: the object itself (converted to
+//! the requested version), a Table, or metadata only.
+
+use super::Call;
+use crate::cache::object::CachedObject;
+use crate::convert;
+use crate::negotiation::Output;
+use crate::printers;
+use crate::response::{self, Response};
+use http::StatusCode;
+use kyb_api::{ResourceDef, Status};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The object's JSON in the requested version.
+pub fn object_bytes(call: &Call<'_>, object: &CachedObject) -> Result<bytes::Bytes, Status> {
+    if std::ptr::eq(call.def, call.storage()) {
+        return Ok(object.json.clone());
+    }
+    let value = object.value().map_err(Status::internal)?;
+    let converted = convert::convert(call.storage(), call.def, value)?;
+    serde_json::to_vec(&converted)
+        .map(Into::into)
+        .map_err(|e| Status::internal(e.to_string()))
+}
+
+fn object_value(call: &Call<'_>, object: &CachedObject) -> Result<Value, Status> {
+    let value = object.value().map_err(Status::internal)?;
+    if std::ptr::eq(call.def, call.storage()) {
+        Ok(value)
+    } else {
+        convert::convert(call.storage(), call.def, value)
+    }
+}
+
+/// One object from the cache.
+pub fn cached(
+    call: &Call<'_>,
+    object: &CachedObject,
+    code: StatusCode,
+) -> Result<Response, Status> {
+    match call.output {
+        Output::Json => Ok(response::json_bytes(code, object_bytes(call, object)?)),
+        _ => {
+            let value = object_value(call, object)?;
+            Ok(value_response(call, &value, code))
+        }
+    }
+}
+
+/// One object (in the storage version, as written).
+pub fn stored_value(call: &Call<'_>, value: &Value, code: StatusCode) -> Result<Response, Status> {
+    if std::ptr::eq(call.def, call.storage()) {
+        return Ok(value_response(call, value, code));
+    }
+    let converted = convert::convert(call.storage(), call.def, value.clone())?;
+    Ok(value_response(call, &converted, code))
+}
+
+/// One object already in the requested version.
+pub fn value_response(call: &Call<'_>, value: &Value, code: StatusCode) -> Response {
+    match call.output {
+        Output::Json | Output::Discovery(_) => response::json(code, value),
+        Output::Table(version) => {
+            let revision = value.pointer("/metadata/resourceVersion").cloned();
+            let table = table_for(
+                call.def,
+                version,
+                std::iter::once(value.clone()),
+                revision,
+                None,
+            );
+            response::json(code, &table)
+        }
+        Output::PartialObjectMetadata(version) | Output::PartialObjectMetadataList(version) => {
+            response::json(code, &partial(value, version))
+        }
+    }
+}
+
+/// A list of cached objects.
+pub fn list(
+    call: &Call<'_>,
+    items: &[Arc<CachedObject>],
+    revision: u64,
+    next: Option<String>,
+) -> Result<Response, Status> {
+    let mut list_meta = json!({"resourceVersion": revision.to_string()});
+    if let Some(token) = &next {
+        list_meta["continue"] = token.clone().into();
+    }
+    match call.output {
+        Output::Json | Output::Discovery(_) => {
+            let mut body =
+                Vec::with_capacity(64 + items.iter().map(|o| o.json.len() + 1).sum::<usize>());
+            body.extend_from_slice(
+                format!(
+                    "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
+                    call.def.list_kind(),
+                    call.def.api_version(),
+                    list_meta
+                )
+                .as_bytes(),
+            );
+            for (i, object) in items.iter().enumerate() {
+                if i > 0 {
+                    body.push(b',');
+                }
+                body.extend_from_slice(&object_bytes(call, object)?);
+            }
+            body.extend_from_slice(b"]}");
+            Ok(response::json_bytes(StatusCode::OK, body))
+        }
+        Output::Table(version) => {
+            let values = items
+                .iter()
+                .map(|o| object_value(call, o))
+                .collect::<Result<Vec<_>, _>>()?;
+            let table = table_for(
+                call.def,
+                version,
+                values.into_iter(),
+                Some(list_meta["resourceVersion"].clone()),
+                next,
+            );
+            Ok(response::json(StatusCode::OK, &table))
+        }
+        Output::PartialObjectMetadata(version) | Output::PartialObjectMetadataList(version) => {
+            let items = items
+                .iter()
+                .map(|o| object_value(call, o).map(|v| partial(&v, version)))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(response::json(
+                StatusCode::OK,
+                &json!({
+                    "kind": "PartialObjectMetadataList",
+                    "apiVersion": format!("meta.k8s.io/{version}"),
+                    "metadata": list_meta,
+                    "items": items,
+                }),
+            ))
+        }
+    }
+}
+
+/// `PartialObjectMetadata` of an object.
+pub fn partial(value: &Value, version: &str) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": format!("meta.k8s.io/{version}"),
+        "metadata": value.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+/// A `meta.k8s.io` Table of objects of one resource.
+pub fn table_for(
+    def: &ResourceDef,
+    version: &str,
+    objects: impl Iterator<Item = Value>,
+    revision: Option<Value>,
+    next: Option<String>,
+) -> Value {
+    let now = jiff::Timestamp::now();
+    let rows: Vec<Value> = objects
+        .map(|object| {
+            json!({
+                "cells": printers::cells(def.group, def.kind, &object, now),
+                "object": partial(&object, version),
+            })
+        })
+        .collect();
+    let mut metadata = json!({});
+    if let Some(revision) = revision {
+        metadata["resourceVersion"] = revision;
+    }
+    if let Some(next) = next {
+        metadata["continue"] = next.into();
+    }
+    json!({
+        "kind": "Table",
+        "apiVersion": format!("meta.k8s.io/{version}"),
+        "metadata": metadata,
+        "columnDefinitions": printers::columns(def.group, def.kind),
+        "rows": rows,
+    })
+}

@@ -1,0 +1,239 @@
+//! What Kubernetes' per-kind strategies do around writes, generically: system metadata on
+//! create, what an update may change (spec vs status), `metadata.generation`, and the
+//! namespace lifecycle rule.
+
+use super::Call;
+use crate::util;
+use crate::validation;
+use kyb_api::{ResourceDef, Status, meta};
+use serde_json::{Map, Value};
+
+/// Kinds whose `metadata.generation` counts spec changes.
+pub fn tracks_generation(def: &ResourceDef) -> bool {
+    matches!(
+        (def.group, def.kind),
+        ("apps", _)
+            | ("", "ReplicationController")
+            | ("batch", _)
+            | ("autoscaling", "HorizontalPodAutoscaler")
+            | ("policy", "PodDisruptionBudget")
+            | ("networking.k8s.io", "Ingress" | "NetworkPolicy")
+            | ("apiextensions.k8s.io", "CustomResourceDefinition")
+            | ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy")
+    ) && def.kind != "ControllerRevision"
+}
+
+/// Everything but metadata and status: what a generation counts.
+fn spec_of(object: &Value) -> Map<String, Value> {
+    object
+        .as_object()
+        .map(|o| {
+            o.iter()
+                .filter(|(k, _)| {
+                    !matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status")
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Prepares a new object: defaults, namespace and name, system metadata, and the kind's
+/// create-time preparation. Validation comes after (Services allocate addresses first).
+pub fn prepare_create(call: &Call<'_>, object: &mut Value) -> Result<(), Status> {
+    let def = call.def;
+    validation::default_object(def, object);
+    {
+        let metadata = meta::metadata_mut(object);
+        if def.namespaced {
+            let url = call.namespace.as_deref().unwrap_or_default();
+            match metadata
+                .get("namespace")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+            {
+                Some(ns) if ns != url => {
+                    return Err(Status::bad_request(
+                        "the namespace of the provided object does not match the namespace sent on the request",
+                    ));
+                }
+                _ => {
+                    metadata.insert("namespace".into(), url.into());
+                }
+            }
+        } else {
+            metadata.remove("namespace");
+        }
+        let has_name = metadata
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        if !has_name
+            && let Some(base) = metadata
+                .get("generateName")
+                .and_then(Value::as_str)
+                .filter(|g| !g.is_empty())
+        {
+            let name = util::generate_name(base);
+            metadata.insert("name".into(), name.into());
+        }
+        metadata.insert("uid".into(), util::new_uid().into());
+        metadata.insert("creationTimestamp".into(), util::now().into());
+        for field in [
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+        ] {
+            metadata.remove(field);
+        }
+        if tracks_generation(def) {
+            metadata.insert("generation".into(), 1.into());
+        } else {
+            metadata.remove("generation");
+        }
+    }
+    validation::prepare_for_create(def, object);
+    Ok(())
+}
+
+/// The namespace of a new object must exist and not be terminating.
+pub async fn check_namespace(call: &Call<'_>) -> Result<(), Status> {
+    let (true, Some(namespace)) = (call.def.namespaced, call.namespace.as_deref()) else {
+        return Ok(());
+    };
+    let Some(namespaces) = kyb_api::registry::find("", "v1", "namespaces") else {
+        return Ok(());
+    };
+    let cache = call.server.cache.resource(namespaces);
+    let key = namespaces.key(None, namespace);
+    let mut found = cache.and_then(|c| c.get(&key));
+    if found.is_none() {
+        // It may have been created a moment ago: read it consistently before refusing.
+        call.server.fresh().await?;
+        found = cache.and_then(|c| c.get(&key));
+    }
+    let Some(found) = found else {
+        return Err(Status::not_found("", "namespaces", namespace));
+    };
+    let terminating = found.value().ok().is_some_and(|ns| {
+        meta::deletion_timestamp(&ns).is_some()
+            || ns.pointer("/status/phase") == Some(&Value::from("Terminating"))
+    });
+    if terminating {
+        return Err(Status::forbidden(format!(
+            "{} \"{}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
+            call.def.plural,
+            call.name.as_deref().unwrap_or_default()
+        ))
+        .with_details(call.def.group, call.def.plural, call.name.as_deref().unwrap_or_default()));
+    }
+    Ok(())
+}
+
+/// Carries over from `old` what an update of the main resource may not change, then
+/// validates. `new` already has its name and namespace checked.
+pub fn prepare_update(def: &ResourceDef, new: &mut Value, old: &Value) -> Result<(), Status> {
+    let name = meta::name(old).unwrap_or_default().to_string();
+    if let (Some(new_uid), Some(old_uid)) = (meta::uid(new), meta::uid(old))
+        && new_uid != old_uid
+    {
+        return Err(Status::conflict(
+            def.group,
+            def.plural,
+            &name,
+            &format!(
+                "Precondition failed: UID in precondition: {new_uid}, UID in object meta: {old_uid}"
+            ),
+        ));
+    }
+    if let Some(old_meta) = meta::metadata(old).cloned() {
+        let metadata = meta::metadata_mut(new);
+        for field in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ] {
+            match old_meta.get(field) {
+                Some(value) => metadata.insert(field.into(), value.clone()),
+                None => metadata.remove(field),
+            };
+        }
+        metadata.remove("selfLink");
+    }
+    if meta::deletion_timestamp(old).is_some() {
+        let old_finalizers = meta::finalizers(old);
+        if meta::finalizers(new)
+            .iter()
+            .any(|f| !old_finalizers.contains(f))
+        {
+            return Err(Status::invalid(
+                def.group,
+                def.kind,
+                &name,
+                &[kyb_api::status::Cause {
+                    reason: "FieldValueForbidden".into(),
+                    message:
+                        "Forbidden: no new finalizers can be added if the object is being deleted"
+                            .into(),
+                    field: "metadata.finalizers".into(),
+                }],
+            ));
+        }
+    }
+    validation::default_object(def, new);
+    // Keeps what only /status may change, and what the kind keeps across updates.
+    validation::prepare_for_update(def, new, old);
+    update_generation(def, new, old);
+    if meta::resource_version(new).is_none()
+        && let Some(rv) = meta::resource_version(old)
+    {
+        let rv = rv.to_string();
+        meta::metadata_mut(new).insert("resourceVersion".into(), rv.into());
+    }
+    validation::validate_update(def, new, old)
+}
+
+/// An update through `/status`: the stored object with the new status.
+pub fn prepare_status_update(def: &ResourceDef, new: &Value, old: &Value) -> Result<Value, Status> {
+    let mut result = new.clone();
+    validation::prepare_for_status_update(def, &mut result, old);
+    if meta::resource_version(&result).is_none()
+        && let Some(rv) = meta::resource_version(old)
+    {
+        let rv = rv.to_string();
+        meta::metadata_mut(&mut result).insert("resourceVersion".into(), rv.into());
+    }
+    validation::validate_status_update(def, &result, old)?;
+    Ok(result)
+}
+
+fn update_generation(def: &ResourceDef, new: &mut Value, old: &Value) {
+    let old_generation = meta::metadata(old)
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64);
+    let metadata = meta::metadata_mut(new);
+    match old_generation {
+        Some(generation) => {
+            metadata.insert("generation".into(), generation.into());
+        }
+        None => {
+            metadata.remove("generation");
+        }
+    }
+    if tracks_generation(def) && spec_of(new) != spec_of(old) {
+        let next = old_generation.unwrap_or(0) + 1;
+        meta::metadata_mut(new).insert("generation".into(), next.into());
+    }
+}
+
+/// Whether two states differ in anything but `resourceVersion`.
+pub fn changed(new: &Value, old: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        meta::metadata_mut(&mut v).remove("resourceVersion");
+        v
+    };
+    strip(new) != strip(old)
+}

@@ -1,0 +1,411 @@
+//! Subresources: `status` (the status alone), `scale` (replicas through an
+//! autoscaling/v1 Scale), `binding` (assigning a pod to a node), `eviction` (a delete that
+//! respects PodDisruptionBudgets) and `finalize` (a namespace's spec.finalizers).
+
+use super::patch::{self, merge_patch};
+use super::write::{self, guaranteed_update};
+use super::{Call, body, delete, present, read, strategy};
+use crate::negotiation::{self, BodyFormat};
+use crate::request::Verb;
+use crate::response::{self, Response};
+use http::StatusCode;
+use kyb_api::registry::Subresource;
+use kyb_api::{ResourceDef, Status, meta};
+use serde_json::{Value, json};
+
+pub async fn serve(call: &Call<'_>, sub: Subresource) -> Result<Response, Status> {
+    let name = call.name()?.to_string();
+    match (sub, call.verb) {
+        (Subresource::Status, Verb::Get) => read::get(call).await,
+        (Subresource::Status, Verb::Update) => status_update(call, &name).await,
+        (Subresource::Status, Verb::Patch) => {
+            let (updated, warnings) = patch::patch_object(call, &name, |def, new, current| {
+                *new = strategy::prepare_status_update(def, new, current)?;
+                Ok(())
+            })
+            .await?;
+            Ok(response::with_warnings(
+                present::stored_value(call, &updated, StatusCode::OK)?,
+                &warnings,
+            ))
+        }
+        (Subresource::Scale, Verb::Get) => {
+            let object = read::read_object(call, &name).await?;
+            let value = object.value().map_err(Status::internal)?;
+            Ok(response::json(
+                StatusCode::OK,
+                &scale_of(call.storage(), &value),
+            ))
+        }
+        (Subresource::Scale, Verb::Update | Verb::Patch) => scale_update(call, &name).await,
+        (Subresource::Binding, Verb::Create) => binding(call, &name).await,
+        (Subresource::Eviction, Verb::Create) => eviction(call, &name).await,
+        (Subresource::Finalize, Verb::Update) => finalize(call, &name).await,
+        (Subresource::Token, Verb::Create) => Err(Status::new(
+            503,
+            "ServiceUnavailable",
+            "service account tokens are not issued yet",
+        )),
+        _ => Err(Status::method_not_allowed(format!(
+            "{} is not supported on {}/{}",
+            call.verb.as_str(),
+            call.def.plural,
+            sub.name()
+        ))),
+    }
+}
+
+async fn status_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
+    let (object, warnings) =
+        body::decode_object(call, call.def.group, call.def.version, call.def.kind)?;
+    let object = write::check_identity(call, object, name)?;
+    let object = write::to_storage(call, object)?;
+    let precondition = meta::resource_version(&object).map(str::to_string);
+    let def = call.storage();
+    let (updated, _) = guaranteed_update(call, name, precondition.as_deref(), |current| {
+        strategy::prepare_status_update(def, &object, current)
+    })
+    .await?;
+    Ok(response::with_warnings(
+        present::stored_value(call, &updated, StatusCode::OK)?,
+        &warnings,
+    ))
+}
+
+/// The autoscaling/v1 Scale of a scalable object.
+fn scale_of(def: &ResourceDef, object: &Value) -> Value {
+    let metadata = meta::metadata(object);
+    let field = |name: &str| {
+        metadata
+            .and_then(|m| m.get(name))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let selector = match object.pointer("/spec/selector") {
+        // ReplicationControllers select with a plain map.
+        Some(Value::Object(map)) if def.kind == "ReplicationController" => map
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+            .collect::<Vec<_>>()
+            .join(","),
+        Some(selector) => selector_string(selector),
+        None => String::new(),
+    };
+    let mut scale_meta = json!({
+        "name": field("name"),
+        "uid": field("uid"),
+        "resourceVersion": field("resourceVersion"),
+        "creationTimestamp": field("creationTimestamp"),
+    });
+    if def.namespaced {
+        scale_meta["namespace"] = field("namespace");
+    }
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": scale_meta,
+        "spec": {"replicas": object.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1)},
+        "status": {
+            "replicas": object.pointer("/status/replicas").and_then(Value::as_i64).unwrap_or(0),
+            "selector": selector,
+        },
+    })
+}
+
+/// A `metav1.LabelSelector` in the query syntax.
+fn selector_string(selector: &Value) -> String {
+    let mut parts = Vec::new();
+    if let Some(labels) = selector.get("matchLabels").and_then(Value::as_object) {
+        for (k, v) in labels {
+            parts.push(format!("{k}={}", v.as_str().unwrap_or_default()));
+        }
+    }
+    if let Some(expressions) = selector.get("matchExpressions").and_then(Value::as_array) {
+        for e in expressions {
+            let key = e.get("key").and_then(Value::as_str).unwrap_or_default();
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|v| v.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            match e.get("operator").and_then(Value::as_str) {
+                Some("In") => parts.push(format!("{key} in ({})", values.join(","))),
+                Some("NotIn") => parts.push(format!("{key} notin ({})", values.join(","))),
+                Some("Exists") => parts.push(key.to_string()),
+                Some("DoesNotExist") => parts.push(format!("!{key}")),
+                _ => {}
+            }
+        }
+    }
+    parts.join(",")
+}
+
+async fn scale_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
+    let def = call.storage();
+    let format = negotiation::body_format(call.header("content-type"))?;
+    let patch_body = if call.verb == Verb::Patch {
+        if !matches!(
+            format,
+            BodyFormat::MergePatch | BodyFormat::StrategicMergePatch | BodyFormat::JsonPatch
+        ) {
+            return Err(Status::unsupported_media_type(
+                call.header("content-type").unwrap_or_default(),
+            ));
+        }
+        Some(body::parse_bytes(&call.body, format)?)
+    } else {
+        None
+    };
+    let put_body = match &patch_body {
+        None => Some(body::decode_object(call, "autoscaling", "v1", "Scale")?.0),
+        Some(_) => None,
+    };
+    let precondition = put_body
+        .as_ref()
+        .or(patch_body.as_ref())
+        .and_then(|b| b.pointer("/metadata/resourceVersion"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let (updated, _) = guaranteed_update(call, name, precondition.as_deref(), |current| {
+        let scale = match (&put_body, &patch_body) {
+            (Some(scale), _) => scale.clone(),
+            (None, Some(patch)) => {
+                let current_scale = scale_of(def, current);
+                match format {
+                    BodyFormat::JsonPatch => patch::json_patch(current_scale, patch)?,
+                    _ => {
+                        let mut target = current_scale;
+                        merge_patch(&mut target, patch);
+                        target
+                    }
+                }
+            }
+            (None, None) => return Err(Status::bad_request("no scale given")),
+        };
+        // `replicas` is a plain int32: absent means 0.
+        let replicas = scale
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if replicas < 0 {
+            return Err(Status::invalid(
+                "autoscaling",
+                "Scale",
+                name,
+                &[kyb_api::status::Cause {
+                    reason: "FieldValueInvalid".into(),
+                    message: format!(
+                        "Invalid value: {replicas}: must be greater than or equal to 0"
+                    ),
+                    field: "spec.replicas".into(),
+                }],
+            ));
+        }
+        let mut new = current.clone();
+        if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+            spec.insert("replicas".into(), replicas.into());
+        }
+        meta::metadata_mut(&mut new).remove("resourceVersion");
+        strategy::prepare_update(def, &mut new, current)?;
+        Ok(new)
+    })
+    .await?;
+    Ok(response::json(StatusCode::OK, &scale_of(def, &updated)))
+}
+
+async fn binding(call: &Call<'_>, name: &str) -> Result<Response, Status> {
+    let (binding, _) = body::decode_object(call, "", "v1", "Binding")?;
+    let node = binding
+        .pointer("/target/name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| {
+            Status::invalid(
+                "",
+                "Binding",
+                name,
+                &[kyb_api::status::Cause {
+                    reason: "FieldValueRequired".into(),
+                    message: "Required value".into(),
+                    field: "target.name".into(),
+                }],
+            )
+        })?
+        .to_string();
+    let annotations = binding
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .cloned();
+    guaranteed_update(call, name, None, |current| {
+        if meta::deletion_timestamp(current).is_some() {
+            return Err(Status::conflict(
+                "",
+                "pods",
+                name,
+                &format!("pod {name} is being deleted, cannot be assigned to a host"),
+            ));
+        }
+        if let Some(assigned) = current
+            .pointer("/spec/nodeName")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        {
+            return Err(Status::conflict(
+                "",
+                "pods",
+                name,
+                &format!("pod {name} is already assigned to node {assigned:?}"),
+            ));
+        }
+        let mut pod = current.clone();
+        if let Some(annotations) = &annotations {
+            let metadata = meta::metadata_mut(&mut pod);
+            let existing = metadata.entry("annotations").or_insert_with(|| json!({}));
+            for (k, v) in annotations {
+                existing[k] = v.clone();
+            }
+        }
+        pod["spec"]["nodeName"] = node.clone().into();
+        set_condition(&mut pod, "PodScheduled", "True");
+        Ok(pod)
+    })
+    .await?;
+    Ok(response::json(
+        StatusCode::CREATED,
+        &json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201
+        }),
+    ))
+}
+
+/// Sets a pod condition, keeping its transition time if the status does not change.
+fn set_condition(pod: &mut Value, kind: &str, status: &str) {
+    let now = crate::util::now();
+    let Some(object) = pod.as_object_mut() else {
+        return;
+    };
+    let pod_status = object.entry("status").or_insert_with(|| json!({}));
+    if !pod_status.is_object() {
+        *pod_status = json!({});
+    }
+    let conditions = pod_status
+        .as_object_mut()
+        .map(|s| s.entry("conditions").or_insert_with(|| json!([])));
+    let Some(Value::Array(conditions)) = conditions else {
+        return;
+    };
+    match conditions.iter_mut().find(|c| c.get("type") == Some(&Value::from(kind))) {
+        Some(condition) => {
+            if condition.get("status") != Some(&Value::from(status)) {
+                condition["status"] = status.into();
+                condition["lastTransitionTime"] = now.into();
+            }
+        }
+        None => conditions.push(json!({"type": kind, "status": status, "lastProbeTime": null, "lastTransitionTime": now})),
+    }
+}
+
+async fn eviction(call: &Call<'_>, name: &str) -> Result<Response, Status> {
+    let (eviction, _) = body::decode_object(call, "policy", "v1", "Eviction")?;
+    let pod = read::read_object(call, name).await?;
+    let pod_value = pod.value().map_err(Status::internal)?;
+    check_disruption_budgets(call, &pod_value).await?;
+    let mut options = delete::DeleteOptions::default();
+    if let Some(delete_options) = eviction.get("deleteOptions") {
+        options.grace_period = delete_options
+            .get("gracePeriodSeconds")
+            .and_then(Value::as_i64);
+        options.propagation = delete_options
+            .get("propagationPolicy")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        options.precondition_uid = delete_options
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        options.precondition_rv = delete_options
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+    }
+    options.dry_run = call.query.dry_run()?;
+    delete::delete_object(call, name, &options).await?;
+    Ok(response::json(
+        StatusCode::CREATED,
+        &json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201
+        }),
+    ))
+}
+
+/// Refuses an eviction that a PodDisruptionBudget of the pod does not allow.
+async fn check_disruption_budgets(call: &Call<'_>, pod: &Value) -> Result<(), Status> {
+    let Some(pdbs) = kyb_api::registry::find("policy", "v1", "poddisruptionbudgets") else {
+        return Ok(());
+    };
+    let Some(cache) = call.server.cache.resource(pdbs) else {
+        return Ok(());
+    };
+    let namespace = meta::namespace(pod).unwrap_or_default();
+    let filter = crate::cache::object::Filter {
+        namespace: Some(namespace.to_string()),
+        ..Default::default()
+    };
+    let page = cache.list(&pdbs.list_prefix(Some(namespace)), &filter, None, 0, 0);
+    for budget in &page.items {
+        let Ok(budget) = budget.value() else { continue };
+        let Some(selector) = budget.pointer("/spec/selector") else {
+            continue;
+        };
+        let Ok(selector) = kyb_api::labels::Selector::from_label_selector(selector) else {
+            continue;
+        };
+        if selector.is_empty() || !selector.matches(meta::labels(pod)) {
+            continue;
+        }
+        let allowed = budget
+            .pointer("/status/disruptionsAllowed")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        if allowed < 1 {
+            let mut status = Status::too_many_requests(
+                "Cannot evict pod as it would violate the pod's disruption budget.",
+                0,
+            );
+            status.details = Some(json!({"causes": [{
+                "reason": "DisruptionBudget",
+                "message": format!("The disruption budget {} needs {} healthy pods and has {} currently",
+                    meta::name(&budget).unwrap_or_default(),
+                    budget.pointer("/status/desiredHealthy").and_then(Value::as_i64).unwrap_or(0),
+                    budget.pointer("/status/currentHealthy").and_then(Value::as_i64).unwrap_or(0)),
+            }]}));
+            return Err(status);
+        }
+    }
+    Ok(())
+}
+
+async fn finalize(call: &Call<'_>, name: &str) -> Result<Response, Status> {
+    let (object, _) = body::decode_object(call, "", "v1", "Namespace")?;
+    let object = write::check_identity(call, object, name)?;
+    let finalizers = object.pointer("/spec/finalizers").cloned();
+    let precondition = meta::resource_version(&object).map(str::to_string);
+    let (updated, _) = guaranteed_update(call, name, precondition.as_deref(), |current| {
+        let mut new = current.clone();
+        if let Some(map) = new.as_object_mut() {
+            let spec = map.entry("spec").or_insert_with(|| json!({}));
+            match &finalizers {
+                Some(finalizers) => spec["finalizers"] = finalizers.clone(),
+                None => {
+                    if let Some(spec) = spec.as_object_mut() {
+                        spec.remove("finalizers");
+                    }
+                }
+            }
+        }
+        crate::validation::validate_namespace_finalize(&new, current)?;
+        Ok(new)
+    })
+    .await?;
+    present::stored_value(call, &updated, StatusCode::OK)
+}

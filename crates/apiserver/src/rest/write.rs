@@ -1,0 +1,242 @@
+//! `create` and `update`, and the compare-and-swap update loop every write path shares.
+
+use super::{Call, body, present, service, strategy};
+use crate::response::{self, Response};
+use crate::server::storage_error;
+use http::StatusCode;
+use kyb_api::{Status, meta};
+use kyb_storage::Revision;
+use serde_json::Value;
+
+pub async fn create(call: &Call<'_>) -> Result<Response, Status> {
+    if call.name.is_some() {
+        return Err(Status::method_not_allowed(format!(
+            "POST is not supported on individual {}",
+            call.def.plural
+        )));
+    }
+    let (object, warnings) =
+        body::decode_object(call, call.def.group, call.def.version, call.def.kind)?;
+    let object = to_storage(call, object)?;
+    let created = create_object(call, object).await?;
+    let response = present::stored_value(call, &created, StatusCode::CREATED)?;
+    Ok(response::with_warnings(response, &warnings))
+}
+
+/// Prepares, validates and stores a new object (in the storage version); returns it as
+/// stored, `resourceVersion` included.
+pub async fn create_object(call: &Call<'_>, mut object: Value) -> Result<Value, Status> {
+    if !(call.def.group.is_empty() && call.def.kind == "Namespace") {
+        strategy::check_namespace(call).await?;
+    }
+    strategy::prepare_create(call, &mut object)?;
+    let dry_run = call.query.dry_run()?;
+    let name = meta::name(&object).unwrap_or_default().to_string();
+    let key = call.key(&name);
+    if call.def.group.is_empty() && call.def.kind == "Service" {
+        return service::create(call, object, &key, dry_run).await;
+    }
+    crate::validation::validate_create(call.def, &object)?;
+    if dry_run {
+        return Ok(object);
+    }
+    store_new(call, &key, object).await
+}
+
+/// Writes a prepared new object.
+pub async fn store_new(call: &Call<'_>, key: &str, mut object: Value) -> Result<Value, Status> {
+    let bytes = encode(&object)?;
+    match call.server.store.create(key.as_bytes(), bytes).await {
+        Ok(revision) => {
+            set_revision(&mut object, revision);
+            Ok(object)
+        }
+        Err(kyb_storage::Error::AlreadyExists { .. }) => Err(Status::already_exists(
+            call.def.group,
+            call.def.plural,
+            meta::name(&object).unwrap_or_default(),
+        )),
+        Err(other) => Err(storage_error(other)),
+    }
+}
+
+pub async fn update(call: &Call<'_>) -> Result<Response, Status> {
+    let name = call.name()?.to_string();
+    let (object, warnings) =
+        body::decode_object(call, call.def.group, call.def.version, call.def.kind)?;
+    let object = check_identity(call, object, &name)?;
+    let object = to_storage(call, object)?;
+    let precondition = meta::resource_version(&object).map(str::to_string);
+    let def = call.storage();
+    let (updated, _) = guaranteed_update(call, &name, precondition.as_deref(), |current| {
+        let mut new = object.clone();
+        strategy::prepare_update(def, &mut new, current)?;
+        Ok(new)
+    })
+    .await?;
+    let response = present::stored_value(call, &updated, StatusCode::OK)?;
+    Ok(response::with_warnings(response, &warnings))
+}
+
+/// The body's name and namespace must agree with the URL (filled in when missing).
+pub fn check_identity(call: &Call<'_>, mut object: Value, name: &str) -> Result<Value, Status> {
+    let metadata = meta::metadata_mut(&mut object);
+    match metadata
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    {
+        Some(body_name) if body_name != name => {
+            return Err(Status::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        Some(_) => {}
+        None => {
+            metadata.insert("name".into(), name.into());
+        }
+    }
+    if call.def.namespaced {
+        let url = call.namespace.as_deref().unwrap_or_default();
+        match metadata
+            .get("namespace")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        {
+            Some(ns) if ns != url => {
+                return Err(Status::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => {
+                metadata.insert("namespace".into(), url.into());
+            }
+        }
+    }
+    Ok(object)
+}
+
+/// Converts a body in the requested version to the storage version.
+pub fn to_storage(call: &Call<'_>, object: Value) -> Result<Value, Status> {
+    if std::ptr::eq(call.def, call.storage()) {
+        Ok(object)
+    } else {
+        crate::convert::convert(call.def, call.storage(), object)
+    }
+}
+
+/// The current stored state of an object: from the cache when it is fresh, else storage.
+pub async fn current(call: &Call<'_>, name: &str) -> Result<(Value, Revision), Status> {
+    let object = super::read::read_object(call, name).await?;
+    Ok((object.value().map_err(Status::internal)?, object.revision))
+}
+
+/// Applies `transform` to the current state and writes the result with compare-and-swap,
+/// retrying on conflicts unless the client pinned a `resourceVersion` (then 409). Returns
+/// the stored result and whether anything was written. An object being deleted whose last
+/// finalizer is removed is deleted.
+pub async fn guaranteed_update(
+    call: &Call<'_>,
+    name: &str,
+    precondition: Option<&str>,
+    mut transform: impl FnMut(&Value) -> Result<Value, Status>,
+) -> Result<(Value, bool), Status> {
+    let key = call.key(name);
+    let dry_run = call.query.dry_run()?;
+    let (mut current, mut revision) = current(call, name).await?;
+    for _ in 0..64 {
+        if let Some(rv) = precondition
+            && rv != revision.to_string()
+        {
+            return Err(modified(call, name));
+        }
+        let mut new = transform(&current)?;
+        set_revision(&mut new, revision);
+        if !strategy::changed(&new, &current) {
+            return Ok((current, false));
+        }
+        let finished = meta::deletion_timestamp(&new).is_some()
+            && meta::finalizers(&new).is_empty()
+            && no_spec_finalizers(&new);
+        if dry_run {
+            return Ok((new, true));
+        }
+        let outcome = if finished {
+            call.server
+                .store
+                .delete(key.as_bytes(), Some(revision))
+                .await
+                .map(|d| d.revision)
+        } else {
+            call.server
+                .store
+                .update(key.as_bytes(), encode(&new)?, revision)
+                .await
+        };
+        match outcome {
+            Ok(written) => {
+                set_revision(&mut new, written);
+                return Ok((new, true));
+            }
+            Err(kyb_storage::Error::Conflict {
+                current: latest, ..
+            }) => {
+                if precondition.is_some() {
+                    return Err(modified(call, name));
+                }
+                current = decode_stored(&latest.value, latest.mod_revision)?;
+                revision = latest.mod_revision;
+            }
+            Err(kyb_storage::Error::NotFound { .. }) => return Err(call.not_found(name)),
+            Err(other) => return Err(storage_error(other)),
+        }
+    }
+    Err(Status::new(
+        409,
+        "Conflict",
+        "too many concurrent updates; try again",
+    ))
+}
+
+/// Whether marking for deletion changed anything worth writing.
+pub fn changed_for_delete(new: &Value, current: &Value) -> bool {
+    strategy::changed(new, current)
+}
+
+/// Namespaces are deleted once their `spec.finalizers` are empty too.
+fn no_spec_finalizers(object: &Value) -> bool {
+    object
+        .pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+}
+
+pub fn modified(call: &Call<'_>, name: &str) -> Status {
+    Status::conflict(
+        call.def.group,
+        call.def.plural,
+        name,
+        "the object has been modified; please apply your changes to the latest version and try again",
+    )
+}
+
+/// A stored value as an object with its `resourceVersion`.
+pub fn decode_stored(value: &[u8], revision: Revision) -> Result<Value, Status> {
+    let mut object: Value = serde_json::from_slice(value)
+        .map_err(|e| Status::internal(format!("stored object: {e}")))?;
+    set_revision(&mut object, revision);
+    Ok(object)
+}
+
+pub fn set_revision(object: &mut Value, revision: Revision) {
+    meta::metadata_mut(object).insert("resourceVersion".into(), revision.to_string().into());
+}
+
+/// The stored form: the object without its `resourceVersion` (storage tracks it).
+pub fn encode(object: &Value) -> Result<bytes::Bytes, Status> {
+    let mut object = object.clone();
+    meta::metadata_mut(&mut object).remove("resourceVersion");
+    serde_json::to_vec(&object)
+        .map(Into::into)
+        .map_err(|e| Status::internal(format!("encoding an object: {e}")))
+}

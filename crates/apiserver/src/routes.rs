@@ -1,0 +1,164 @@
+//! Non-resource paths: health checks, `/version`, discovery, OpenAPI, and `/`.
+
+use crate::discovery;
+use crate::negotiation::{self, Output};
+use crate::query::Query;
+use crate::response::{self, Response};
+use crate::server::Server;
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use kyb_api::Status;
+use serde_json::{Value, json};
+use std::sync::atomic::Ordering;
+
+/// The Kubernetes version served.
+pub const KUBERNETES_VERSION: (&str, &str, &str) = ("1", "33", "v1.33.0");
+
+pub async fn serve(
+    server: &Server,
+    method: &Method,
+    path: &str,
+    query: &Query,
+    headers: &HeaderMap,
+) -> Response {
+    if method != Method::GET && method != Method::HEAD {
+        return response::error(&Status::method_not_allowed(format!(
+            "{method} is not supported on {path}"
+        )));
+    }
+    let path = path.trim_end_matches('/');
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    match parts.as_slice() {
+        [] => json_ok(&root()),
+        ["healthz" | "livez" | "readyz", rest @ ..] => health(server, parts[0], rest, query).await,
+        ["version"] => json_ok(&version()),
+        ["api"] => match negotiation::negotiate(accept, true) {
+            Ok(Output::Discovery(v)) => aggregated(true, v),
+            Ok(_) => json_ok(&discovery::api_versions(&format!(
+                "{}:{}",
+                server.advertise_address, server.config.port
+            ))),
+            Err(status) => response::error(&status),
+        },
+        ["apis"] => match negotiation::negotiate(accept, true) {
+            Ok(Output::Discovery(v)) => aggregated(false, v),
+            Ok(_) => json_ok(&discovery::api_group_list()),
+            Err(status) => response::error(&status),
+        },
+        ["api", "v1"] => found(discovery::resource_list("", "v1")),
+        ["apis", group] => found(discovery::api_group(group)),
+        ["apis", group, version] => found(discovery::resource_list(group, version)),
+        ["openapi", ..] => crate::openapi::serve(&server.openapi, path, query, headers),
+        _ => response::error(&Status::not_found_path()),
+    }
+}
+
+fn json_ok(value: &Value) -> Response {
+    response::json(StatusCode::OK, value)
+}
+
+fn found(value: Option<Value>) -> Response {
+    match value {
+        Some(value) => json_ok(&value),
+        None => response::error(&Status::not_found_path()),
+    }
+}
+
+fn aggregated(core: bool, version: &str) -> Response {
+    let mut response = json_ok(&discovery::aggregated(core, version));
+    let content_type =
+        format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList");
+    if let Ok(value) = HeaderValue::from_str(&content_type) {
+        response.headers_mut().insert(header::CONTENT_TYPE, value);
+    }
+    response
+        .headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("Accept"));
+    response
+}
+
+fn version() -> Value {
+    let (major, minor, git_version) = KUBERNETES_VERSION;
+    json!({
+        "major": major,
+        "minor": minor,
+        "emulationMajor": major,
+        "emulationMinor": minor,
+        "minCompatibilityMajor": major,
+        "minCompatibilityMinor": "32",
+        "gitVersion": format!("{git_version}+kyb.{}", env!("CARGO_PKG_VERSION")),
+        "gitCommit": "",
+        "gitTreeState": "clean",
+        "buildDate": "",
+        "goVersion": "",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, if cfg!(target_arch = "x86_64") { "amd64" } else { std::env::consts::ARCH }),
+    })
+}
+
+fn root() -> Value {
+    let mut paths = vec![
+        "/api".to_string(),
+        "/api/v1".to_string(),
+        "/apis".to_string(),
+        "/healthz".to_string(),
+        "/livez".to_string(),
+        "/readyz".to_string(),
+        "/openapi/v2".to_string(),
+        "/openapi/v3".to_string(),
+        "/version".to_string(),
+    ];
+    for (group, versions) in kyb_api::registry::groups() {
+        if group.is_empty() {
+            continue;
+        }
+        paths.push(format!("/apis/{group}"));
+        for version in versions {
+            paths.push(format!("/apis/{group}/{version}"));
+        }
+    }
+    paths.sort();
+    json!({"paths": paths})
+}
+
+/// `/healthz`, `/livez`, `/readyz`, each check alone (`/readyz/etcd`), and `?verbose`.
+async fn health(server: &Server, endpoint: &str, rest: &[&str], query: &Query) -> Response {
+    let storage_ok = server.store.current_revision().await.is_ok();
+    let ready = server.ready.load(Ordering::Acquire);
+    let mut checks: Vec<(&str, bool)> = vec![("ping", true), ("log", true), ("etcd", storage_ok)];
+    if endpoint == "readyz" {
+        checks.push(("etcd-readiness", storage_ok));
+        checks.push(("informer-sync", ready));
+        checks.push(("poststarthook/bootstrap-controller", ready));
+    }
+    if let [check] = rest {
+        return match checks.iter().find(|(name, _)| name == check) {
+            Some((_, true)) => response::text(StatusCode::OK, "ok"),
+            Some((name, false)) => response::text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("internal server error: {name} failed"),
+            ),
+            None => response::error(&Status::not_found_path()),
+        };
+    }
+    let healthy = checks.iter().all(|(_, ok)| *ok);
+    let verbose = query.get("verbose").is_some();
+    if !verbose && healthy {
+        return response::text(StatusCode::OK, "ok");
+    }
+    let mut text = String::new();
+    for (name, ok) in &checks {
+        if *ok {
+            text.push_str(&format!("[+]{name} ok\n"));
+        } else {
+            text.push_str(&format!("[-]{name} failed: reason withheld\n"));
+        }
+    }
+    if healthy {
+        text.push_str(&format!("{endpoint} check passed\n"));
+        response::text(StatusCode::OK, text)
+    } else {
+        text.push_str(&format!("{endpoint} check failed\n"));
+        response::text(StatusCode::INTERNAL_SERVER_ERROR, text)
+    }
+}

@@ -1,0 +1,294 @@
+//! The API server process: configuration, the accept loop, and the request pipeline.
+//!
+//! The pipeline, outermost first: in-flight limit (long-running watches exempt) → request
+//! body limit → request classification → [authentication → authorization: next issue] →
+//! the REST engine (`rest`) or the non-resource routes (`routes`).
+
+use crate::cache::WatchCache;
+use crate::query::Query;
+use crate::request::{self, Target, Verb};
+use crate::response::{self, Response};
+use crate::{bootstrap, rest, routes};
+use bytes::Bytes;
+use http::{HeaderMap, Request};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use kyb_api::Status;
+use kyb_storage::Store;
+use std::convert::Infallible;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::sync::{Mutex, Semaphore};
+
+/// How long a consistent read waits for the cache before reading storage directly.
+const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub bind_address: IpAddr,
+    pub port: u16,
+    /// The address other components and pods reach the API server at (the `kubernetes`
+    /// service's endpoint); derived from the bind address when not given.
+    pub advertise_address: Option<Ipv4Addr>,
+    /// The range ClusterIPs come from; its first address is the `kubernetes` service's.
+    pub service_cidr: (Ipv4Addr, u8),
+    pub node_ports: (u16, u16),
+    /// Requests served at once (watches excluded) before answering 429.
+    pub max_requests_in_flight: usize,
+    /// Larger request bodies get 413.
+    pub max_body_bytes: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            bind_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            port: 6443,
+            advertise_address: None,
+            service_cidr: (Ipv4Addr::new(10, 43, 0, 0), 16),
+            node_ports: (30000, 32767),
+            max_requests_in_flight: 600,
+            max_body_bytes: 3 << 20,
+        }
+    }
+}
+
+/// Why the API server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("listening on {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("loading the watch cache: {0}")]
+    Cache(#[from] kyb_storage::Error),
+}
+
+/// State shared by every request.
+pub struct Server {
+    pub store: Arc<dyn Store>,
+    pub cache: Arc<WatchCache>,
+    pub config: Config,
+    pub advertise_address: Ipv4Addr,
+    pub ready: AtomicBool,
+    pub started: Instant,
+    pub service_allocation: Mutex<()>,
+    pub openapi: Arc<kyb_openapi::Documents>,
+    inflight: Arc<Semaphore>,
+}
+
+impl Server {
+    /// Waits until the cache reflects every acknowledged write; `false` if it did not catch
+    /// up in time (the caller then reads storage).
+    pub async fn fresh(&self) -> Result<bool, Status> {
+        Ok(self.cache.wait_fresh(FRESHNESS_WAIT).await.is_some())
+    }
+}
+
+/// A bound, bootstrapped API server, ready to serve.
+pub struct ApiServer {
+    server: Arc<Server>,
+    listener: TcpListener,
+}
+
+impl ApiServer {
+    /// Binds the port, loads the watch cache and creates the default objects.
+    pub async fn start(store: Arc<dyn Store>, config: Config) -> Result<Self, StartError> {
+        let address = SocketAddr::new(config.bind_address, config.port);
+        let listener = TcpListener::bind(address)
+            .await
+            .map_err(|source| StartError::Bind { address, source })?;
+        let cache = WatchCache::start(store.clone()).await?;
+        let advertise_address = config
+            .advertise_address
+            .unwrap_or_else(|| advertise(config.bind_address));
+        let server = Arc::new(Server {
+            store,
+            cache,
+            advertise_address,
+            ready: AtomicBool::new(false),
+            started: Instant::now(),
+            service_allocation: Mutex::new(()),
+            openapi: Arc::new(crate::openapi::documents()),
+            inflight: Arc::new(Semaphore::new(config.max_requests_in_flight)),
+            config,
+        });
+        Ok(Self { server, listener })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    pub fn server(&self) -> Arc<Server> {
+        self.server.clone()
+    }
+
+    /// Serves until `shutdown` resolves. Readiness is reported once the default objects
+    /// exist; `ready` is called then.
+    pub async fn serve(
+        self,
+        ready: impl FnOnce(SocketAddr) + Send,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) {
+        let Self { server, listener } = self;
+        let address = listener.local_addr().ok();
+        let accept = {
+            let server = server.clone();
+            async move {
+                loop {
+                    let (stream, _) = match listener.accept().await {
+                        Ok(accepted) => accepted,
+                        Err(error) => {
+                            tracing::warn!(%error, "accepting a connection");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    let _ = stream.set_nodelay(true);
+                    let server = server.clone();
+                    tokio::spawn(async move {
+                        let service = hyper::service::service_fn(move |request| {
+                            handle(server.clone(), request)
+                        });
+                        let builder =
+                            hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+                        if let Err(error) = builder
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await
+                        {
+                            tracing::debug!(%error, "connection ended");
+                        }
+                    });
+                }
+            }
+        };
+        let bootstrap = {
+            let server = server.clone();
+            async move {
+                bootstrap::run(&server).await;
+                server.ready.store(true, Ordering::Release);
+                if let Some(address) = address {
+                    ready(address);
+                }
+                std::future::pending::<()>().await
+            }
+        };
+        tokio::select! {
+            () = accept => {}
+            () = bootstrap => {}
+            () = shutdown => {}
+        }
+    }
+}
+
+/// The address to advertise when none was given: the bind address, or the host's primary
+/// IPv4 address when bound to all or to loopback (Kubernetes refuses loopback endpoints).
+fn advertise(bind: IpAddr) -> Ipv4Addr {
+    match bind {
+        IpAddr::V4(ip) if !ip.is_unspecified() && !ip.is_loopback() => ip,
+        _ => std::net::UdpSocket::bind("0.0.0.0:0")
+            .and_then(|s| s.connect("10.255.255.255:9").map(|()| s))
+            .and_then(|s| s.local_addr())
+            .ok()
+            .and_then(|a| match a.ip() {
+                IpAddr::V4(ip) if !ip.is_unspecified() => Some(ip),
+                _ => None,
+            })
+            .unwrap_or(Ipv4Addr::LOCALHOST),
+    }
+}
+
+async fn handle(server: Arc<Server>, request: Request<Incoming>) -> Result<Response, Infallible> {
+    let started = Instant::now();
+    let (parts, body) = request.into_parts();
+    let query = Query::parse(parts.uri.query());
+    let target = request::classify(&parts.method, parts.uri.path(), query.flag("watch"));
+    let response = match target {
+        Target::NonResource => {
+            routes::serve(
+                &server,
+                &parts.method,
+                parts.uri.path(),
+                &query,
+                &parts.headers,
+            )
+            .await
+        }
+        Target::Resource(resource) => {
+            let permit = if resource.verb == Verb::Watch {
+                None
+            } else {
+                match server.inflight.clone().try_acquire_owned() {
+                    Ok(permit) => Some(permit),
+                    Err(_) => {
+                        return Ok(response::error(&Status::too_many_requests(
+                            "Too many requests, please try again later.",
+                            1,
+                        )));
+                    }
+                }
+            };
+            let response = match read_body(body, &parts.headers, server.config.max_body_bytes).await
+            {
+                Ok(body) => rest::serve(&server, resource, query, parts.headers, body).await,
+                Err(status) => response::error(&status),
+            };
+            drop(permit);
+            response
+        }
+    };
+    tracing::debug!(
+        method = %parts.method,
+        path = %parts.uri.path(),
+        status = response.status().as_u16(),
+        took = ?started.elapsed(),
+        "request"
+    );
+    Ok(response)
+}
+
+async fn read_body(body: Incoming, headers: &HeaderMap, limit: usize) -> Result<Bytes, Status> {
+    let too_large = || Status::too_large(format!("the request body is larger than {limit} bytes"));
+    if headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|len| len > limit)
+    {
+        return Err(too_large());
+    }
+    match http_body_util::Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if error.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+        Err(error) => Err(Status::bad_request(format!(
+            "reading the request body: {error}"
+        ))),
+    }
+}
+
+/// The Status for a storage failure.
+pub fn storage_error(error: kyb_storage::Error) -> Status {
+    match error {
+        kyb_storage::Error::ValueTooLarge { .. } => {
+            Status::too_large("etcdserver: request is too large")
+        }
+        kyb_storage::Error::Compacted {
+            requested,
+            compacted,
+        } => Status::expired(format!(
+            "too old resource version: {requested} ({compacted})"
+        )),
+        kyb_storage::Error::FutureRevision { requested, current } => Status::timeout(format!(
+            "Too large resource version: {requested}, current: {current}"
+        )),
+        kyb_storage::Error::Closed => Status::service_unavailable("the server is shutting down"),
+        other => Status::internal(other.to_string()),
+    }
+}

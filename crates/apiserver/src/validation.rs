@@ -1,0 +1,78 @@
+//! The per-kind rules of built-in kinds, from `kyb-validation`: defaults, create- and
+//! update-time preparation, and validation. Failures become `422 Invalid` with one cause per
+//! field, worded as Kubernetes words them.
+
+use kyb_api::{ResourceDef, Status, meta};
+use kyb_validation::FieldError;
+use serde_json::{Value, json};
+
+pub fn default_object(def: &ResourceDef, object: &mut Value) {
+    kyb_validation::default_object(def.group, def.version, def.kind, object);
+}
+
+pub fn prepare_for_create(def: &ResourceDef, object: &mut Value) {
+    kyb_validation::prepare_for_create(def.group, def.version, def.kind, object);
+}
+
+pub fn prepare_for_update(def: &ResourceDef, new: &mut Value, old: &Value) {
+    kyb_validation::prepare_for_update(def.group, def.version, def.kind, new, old);
+}
+
+pub fn prepare_for_status_update(def: &ResourceDef, new: &mut Value, old: &Value) {
+    kyb_validation::prepare_for_status_update(def.group, def.version, def.kind, new, old);
+}
+
+/// `422 Invalid` for a list of field errors (Ok when there are none).
+pub fn check(group: &str, kind: &str, object: &Value, errors: &[FieldError]) -> Result<(), Status> {
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let name = meta::name(object).unwrap_or_default();
+    let mut status = Status::new(
+        422,
+        "Invalid",
+        kyb_validation::invalid_message(group, kind, name, errors),
+    )
+    .with_details(group, kind, name);
+    if let Some(Value::Object(details)) = &mut status.details {
+        let causes: Vec<Value> = errors
+            .iter()
+            .map(|e| json!({"reason": e.kind.reason(), "message": e.body(), "field": e.field}))
+            .collect();
+        details.insert("causes".into(), Value::Array(causes));
+    }
+    Err(status)
+}
+
+pub fn validate_create(def: &ResourceDef, object: &Value) -> Result<(), Status> {
+    let errors =
+        kyb_validation::validate_create(def.group, def.version, def.kind, def.namespaced, object);
+    check(def.group, def.kind, object, &errors)
+}
+
+pub fn validate_update(def: &ResourceDef, new: &Value, old: &Value) -> Result<(), Status> {
+    let errors =
+        kyb_validation::validate_update(def.group, def.version, def.kind, def.namespaced, new, old);
+    check(def.group, def.kind, new, &errors)
+}
+
+pub fn validate_status_update(def: &ResourceDef, new: &Value, old: &Value) -> Result<(), Status> {
+    let errors = kyb_validation::validate_status_update(
+        def.group,
+        def.version,
+        def.kind,
+        def.namespaced,
+        new,
+        old,
+    );
+    check(def.group, def.kind, new, &errors)
+}
+
+pub fn validate_namespace_finalize(new: &Value, old: &Value) -> Result<(), Status> {
+    check(
+        "",
+        "Namespace",
+        new,
+        &kyb_validation::validate_namespace_finalize(new, old),
+    )
+}

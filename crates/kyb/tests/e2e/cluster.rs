@@ -1,0 +1,156 @@
+//! A `kyb server` started for one test, with kubectl pointed at it.
+
+use kyb_testkit::Process;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+pub struct Cluster {
+    pub process: Process,
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+}
+
+impl Cluster {
+    pub fn start() -> Self {
+        let dir = kyb_testkit::temp_dir("cluster").unwrap();
+        Self::start_in(dir)
+    }
+
+    /// Starts (or restarts) a server on an existing data dir.
+    pub fn start_in(dir: tempfile::TempDir) -> Self {
+        Self::start_with(dir, &[])
+    }
+
+    /// Starts a server with extra flags.
+    pub fn start_with(dir: tempfile::TempDir, flags: &[&str]) -> Self {
+        let port = kyb_testkit::free_port().unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kyb"));
+        command
+            .env_remove("RUST_LOG")
+            .args([
+                "server",
+                "--bind-address",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--data-dir",
+            ])
+            .arg(dir.path())
+            .args(flags);
+        let mut process = Process::spawn(&mut command).unwrap();
+        process.wait_for_line("kyb server ready", DEADLINE).unwrap();
+        Self { process, dir, port }
+    }
+
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("kubeconfig.yaml")
+    }
+
+    /// A raw HTTP request to the server: (status code, body).
+    pub fn http(&self, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, String) {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream.set_read_timeout(Some(DEADLINE)).unwrap();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(body).unwrap();
+        let mut response = Vec::new();
+        let _ = stream.read_to_end(&mut response);
+        let response = String::from_utf8_lossy(&response).into_owned();
+        let code = response
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let body = response
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_string())
+            .unwrap_or_default();
+        (code, body)
+    }
+
+    /// Stops the server and hands back its data dir.
+    pub fn stop(mut self) -> tempfile::TempDir {
+        self.process.terminate().unwrap();
+        assert!(self.process.wait_exit(DEADLINE).unwrap().success());
+        self.dir
+    }
+
+    /// Runs kubectl against the cluster.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_command(args).output().unwrap()
+    }
+
+    pub fn kubectl_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("kubectl");
+        command
+            .env("KUBECONFIG", self.kubeconfig())
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("kubectl-cache"))
+            .args(args);
+        command
+    }
+
+    /// Runs kubectl and returns its stdout, failing the test if it fails.
+    pub fn kubectl_ok(&self, args: &[&str]) -> String {
+        let output = self.kubectl(args);
+        assert!(
+            output.status.success(),
+            "kubectl {} failed: {}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// Runs kubectl with `input` on stdin.
+    pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> String {
+        use std::io::Write;
+        let mut child = self
+            .kubectl_command(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "kubectl {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    pub fn write_file(&self, name: &str, contents: &str) -> PathBuf {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, contents).unwrap();
+        path
+    }
+}
+
+/// The rows of `kubectl get` output, split into columns.
+pub fn rows(output: &str) -> Vec<Vec<String>> {
+    output
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+pub fn path_str(path: &Path) -> &str {
+    path.to_str().unwrap()
+}

@@ -1,0 +1,10 @@
+//! `kyb` as users run it: the binary's command line, and a running `kyb server` driven by the
+//! real kubectl and by kube-rs.
+
+#![allow(clippy::unwrap_used)]
+
+mod cli;
+mod client;
+mod cluster;
+mod http;
+mod kubectl;

@@ -1,0 +1,18 @@
+//! The named API groups other than core.
+
+pub(crate) mod admissionregistration;
+pub(crate) mod apiextensions;
+pub(crate) mod apiregistration;
+pub(crate) mod apps;
+pub(crate) mod autoscaling;
+pub(crate) mod batch;
+pub(crate) mod coordination;
+pub(crate) mod discovery;
+pub(crate) mod events;
+pub(crate) mod misc;
+pub(crate) mod networking;
+pub(crate) mod node;
+pub(crate) mod policy;
+pub(crate) mod rbac;
+pub(crate) mod scheduling;
+pub(crate) mod storage;
