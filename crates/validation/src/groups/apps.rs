@@ -691,31 +691,9 @@ fn validate_deployment_status(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<F
     errs
 }
 
-fn validate_replica_set_status(new: &Value, _old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
-    let status = field(new, "status");
-    let path = Path::new("status");
-    let mut errs = validate_replica_counts(
-        status,
-        &path,
-        &[
-            "replicas",
-            "fullyLabeledReplicas",
-            "readyReplicas",
-            "availableReplicas",
-            "observedGeneration",
-        ],
-    );
-    let ready = status.int("readyReplicas").unwrap_or(0);
-    if let Some(a) = status.int("availableReplicas")
-        && a > ready
-    {
-        errs.push(FieldError::invalid(
-            &path.child("availableReplicas"),
-            a,
-            "cannot be greater than readyReplicas",
-        ));
-    }
-    errs
+/// A ReplicaSet's status follows the same rules as a ReplicationController's.
+fn validate_replica_set_status(new: &Value, old: &Value, ctx: &Ctx<'_>) -> Vec<FieldError> {
+    crate::core::replication::validate_rc_status(new, old, ctx)
 }
 
 fn validate_stateful_set_status(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
