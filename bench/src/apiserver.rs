@@ -172,6 +172,9 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
             anyhow::ensure!(status == 200, "list answered {status}");
             listed_bytes = body.len();
         }
+        if std::env::var("KYB_BENCH_VERBOSE").is_ok() {
+            eprintln!("lists: {lists:?}");
+        }
         let list_latency = Latencies::new(lists);
 
         // Watchers.

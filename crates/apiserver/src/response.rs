@@ -10,9 +10,14 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use tokio::sync::mpsc;
 
-/// A response body: all at once, or a stream of chunks (watch events).
+/// A response body: all at once, a known sequence of pieces (a list assembled from cached
+/// objects without copying them), or a stream of chunks (watch events).
 pub enum Body {
     Full(Option<Bytes>),
+    Pieces {
+        pieces: std::collections::VecDeque<Bytes>,
+        remaining: u64,
+    },
     Stream(mpsc::Receiver<Bytes>),
 }
 
@@ -26,18 +31,30 @@ impl http_body::Body for Body {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match self.get_mut() {
             Body::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
+            Body::Pieces { pieces, remaining } => {
+                let chunk = next_chunk(pieces);
+                if let Some(chunk) = &chunk {
+                    *remaining -= chunk.len() as u64;
+                }
+                Poll::Ready(chunk.map(|c| Ok(Frame::data(c))))
+            }
             Body::Stream(chunks) => chunks.poll_recv(cx).map(|c| c.map(|b| Ok(Frame::data(b)))),
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self, Body::Full(None))
+        match self {
+            Body::Full(None) => true,
+            Body::Pieces { pieces, .. } => pieces.is_empty(),
+            _ => false,
+        }
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
         match self {
             Body::Full(Some(bytes)) => http_body::SizeHint::with_exact(bytes.len() as u64),
             Body::Full(None) => http_body::SizeHint::with_exact(0),
+            Body::Pieces { remaining, .. } => http_body::SizeHint::with_exact(*remaining),
             Body::Stream(_) => http_body::SizeHint::default(),
         }
     }
@@ -45,9 +62,46 @@ impl http_body::Body for Body {
 
 pub type Response = http::Response<Body>;
 
+/// Pieces are sent in chunks of about this size: few writes, and a small buffer that is
+/// built only when it is about to be sent (so a large list never needs one large buffer).
+const CHUNK: usize = 64 << 10;
+
+fn next_chunk(pieces: &mut std::collections::VecDeque<Bytes>) -> Option<Bytes> {
+    let first = pieces.pop_front()?;
+    if first.len() >= CHUNK
+        || pieces
+            .front()
+            .is_none_or(|next| first.len() + next.len() > CHUNK)
+    {
+        return Some(first);
+    }
+    let mut chunk = Vec::with_capacity(CHUNK);
+    chunk.extend_from_slice(&first);
+    while let Some(next) = pieces.front() {
+        if chunk.len() + next.len() > CHUNK {
+            break;
+        }
+        chunk.extend_from_slice(next);
+        pieces.pop_front();
+    }
+    Some(Bytes::from(chunk))
+}
+
 /// A JSON response from bytes already serialized.
 pub fn json_bytes(code: StatusCode, bytes: impl Into<Bytes>) -> Response {
     let mut response = http::Response::new(Body::Full(Some(bytes.into())));
+    *response.status_mut() = code;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// A JSON response made of pieces sent one after the other.
+pub fn json_pieces(code: StatusCode, pieces: std::collections::VecDeque<Bytes>) -> Response {
+    let remaining = pieces.iter().map(|p| p.len() as u64).sum();
+    let mut response = http::Response::new(Body::Pieces { pieces, remaining });
     *response.status_mut() = code;
     response.headers_mut().insert(
         header::CONTENT_TYPE,

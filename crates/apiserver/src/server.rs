@@ -254,14 +254,18 @@ async fn handle(server: Arc<Server>, request: Request<Incoming>) -> Result<Respo
     Ok(response)
 }
 
+/// Bodies this much over the limit are still read (and thrown away) before answering 413,
+/// so the client, still sending, gets the answer rather than a reset connection.
+const DISCARD_LIMIT: usize = 32 << 20;
+
 async fn read_body(body: Incoming, headers: &HeaderMap, limit: usize) -> Result<Bytes, Status> {
     let too_large = || Status::too_large(format!("the request body is larger than {limit} bytes"));
-    if headers
+    let declared = headers
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok())
-        .is_some_and(|len| len > limit)
-    {
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|len| len > limit) {
+        discard(body, DISCARD_LIMIT).await;
         return Err(too_large());
     }
     match http_body_util::Limited::new(body, limit).collect().await {
@@ -270,6 +274,17 @@ async fn read_body(body: Incoming, headers: &HeaderMap, limit: usize) -> Result<
         Err(error) => Err(Status::bad_request(format!(
             "reading the request body: {error}"
         ))),
+    }
+}
+
+/// Reads and drops up to `limit` bytes of a body.
+async fn discard(mut body: Incoming, limit: usize) {
+    let mut read = 0;
+    while read < limit {
+        match body.frame().await {
+            Some(Ok(frame)) => read += frame.data_ref().map_or(0, |d| d.len()),
+            _ => return,
+        }
     }
 }
 

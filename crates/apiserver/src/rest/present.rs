@@ -91,25 +91,23 @@ pub fn list(
     }
     match call.output {
         Output::Json | Output::Discovery(_) => {
-            let mut body =
-                Vec::with_capacity(64 + items.iter().map(|o| o.json.len() + 1).sum::<usize>());
-            body.extend_from_slice(
-                format!(
-                    "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
-                    call.def.list_kind(),
-                    call.def.api_version(),
-                    list_meta
-                )
-                .as_bytes(),
-            );
+            // The cached objects' bytes go out as they are, between the list's own pieces:
+            // no copy into one large buffer.
+            let mut pieces = std::collections::VecDeque::with_capacity(2 * items.len() + 2);
+            pieces.push_back(bytes::Bytes::from(format!(
+                "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{},\"items\":[",
+                call.def.list_kind(),
+                call.def.api_version(),
+                list_meta
+            )));
             for (i, object) in items.iter().enumerate() {
                 if i > 0 {
-                    body.push(b',');
+                    pieces.push_back(bytes::Bytes::from_static(b","));
                 }
-                body.extend_from_slice(&object_bytes(call, object)?);
+                pieces.push_back(object_bytes(call, object)?);
             }
-            body.extend_from_slice(b"]}");
-            Ok(response::json_bytes(StatusCode::OK, body))
+            pieces.push_back(bytes::Bytes::from_static(b"]}"));
+            Ok(response::json_pieces(StatusCode::OK, pieces))
         }
         Output::Table(version) => {
             let values = items
