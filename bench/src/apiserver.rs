@@ -217,6 +217,9 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"watched"}}"#;
         let (status, _) = request(&mut sender, "POST", "/api/v1/namespaces/default/configmaps", body.into()).await?;
         anyhow::ensure!(status == 201, "create answered {status}");
+        if std::env::var("KYB_BENCH_VERBOSE").is_ok() {
+            eprintln!("the watched create took {:?}", sent.elapsed());
+        }
         let mut deliveries = Vec::new();
         for watcher in watchers {
             let received = tokio::time::timeout(Duration::from_secs(30), watcher).await???;

@@ -67,7 +67,7 @@ impl Default for EmbeddedOptions {
         Self {
             cache_size: 8 << 20,
             check_integrity: true,
-            checkpoint_bytes: 4 << 20,
+            checkpoint_bytes: 2 << 20,
             checkpoint_interval: std::time::Duration::from_secs(5),
         }
     }
