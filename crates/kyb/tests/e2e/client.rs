@@ -269,3 +269,32 @@ async fn watches_resume_from_a_resource_version_and_get_410_when_too_old() {
         other => panic!("expected 410: {other:?}"),
     }
 }
+
+#[tokio::test]
+async fn metadata_only_clients_get_partial_objects() {
+    let cluster = Cluster::start();
+    let api: Api<ConfigMap> = Api::namespaced(client(&cluster).await, "default");
+    api.create(&PostParams::default(), &config_map("meta", &[("m", "1")]))
+        .await
+        .unwrap();
+    // kube-rs asks for `as=PartialObjectMetadataList` / `as=PartialObjectMetadata`.
+    let list = api
+        .list_metadata(&ListParams::default().labels("m=1"))
+        .await
+        .unwrap();
+    assert_eq!(list.items.len(), 1);
+    assert_eq!(list.items[0].metadata.name.as_deref(), Some("meta"));
+    assert_eq!(
+        list.items[0].types.as_ref().map(|t| t.kind.as_str()),
+        Some("PartialObjectMetadata")
+    );
+    let one = api.get_metadata("meta").await.unwrap();
+    assert_eq!(
+        one.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("m"))
+            .map(String::as_str),
+        Some("1")
+    );
+}

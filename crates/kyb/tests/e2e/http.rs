@@ -174,7 +174,10 @@ fn protobuf_only_clients_get_406() {
 fn too_many_requests_in_flight_get_429() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
-    let cluster = Cluster::start_with(kyb_testkit::temp_dir("cluster").unwrap(), &["--max-requests-inflight", "2"]);
+    let cluster = Cluster::start_with(
+        kyb_testkit::temp_dir("cluster").unwrap(),
+        &["--max-requests-inflight", "2"],
+    );
     // Reads at a future resourceVersion wait (3 s) for the cache, holding their slot; two
     // threads keep such reads going until the server has said 429.
     let stop = Arc::new(AtomicBool::new(false));
@@ -206,11 +209,18 @@ fn too_many_requests_in_flight_get_429() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     stop.store(true, Ordering::Relaxed);
-    assert_eq!((code, status(&text)["reason"].as_str()), (429, Some("TooManyRequests")), "{text}");
+    assert_eq!(
+        (code, status(&text)["reason"].as_str()),
+        (429, Some("TooManyRequests")),
+        "{text}"
+    );
     for thread in slow {
         for answer in thread.join().unwrap() {
             // Each slow read ends with 504 (too large resource version), or 429 itself.
-            assert!(answer == "HTTP/1.1 504" || answer == "HTTP/1.1 429", "{answer}");
+            assert!(
+                answer == "HTTP/1.1 504" || answer == "HTTP/1.1 429",
+                "{answer}"
+            );
         }
     }
     // Once the slow reads are done, everything is served again.

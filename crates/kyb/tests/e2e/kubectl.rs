@@ -486,3 +486,34 @@ fn errors_read_like_kubernetes() {
             .success()
     );
 }
+
+#[test]
+fn a_terminating_namespace_refuses_new_objects() {
+    let cluster = Cluster::start();
+    cluster.kubectl_ok(&["create", "namespace", "leaving"]);
+    cluster.kubectl_ok(&["create", "configmap", "before", "-n", "leaving"]);
+    // The namespace controller finalizes namespaces; until it has, the namespace stays
+    // Terminating (kubectl would wait for it to go away).
+    cluster.kubectl_ok(&["delete", "namespace", "leaving", "--wait=false"]);
+    let phase = cluster.kubectl_ok(&[
+        "get",
+        "namespace",
+        "leaving",
+        "-o",
+        "jsonpath={.status.phase}",
+    ]);
+    assert_eq!(phase, "Terminating");
+    let refused = cluster.kubectl(&["create", "configmap", "after", "-n", "leaving"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains(
+            "unable to create new content in namespace leaving because it is being terminated"
+        ),
+        "{stderr}"
+    );
+    let missing = cluster.kubectl(&["create", "configmap", "x", "-n", "nowhere"]);
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("namespaces \"nowhere\" not found"),
+        "{missing:?}"
+    );
+}
