@@ -128,19 +128,11 @@ impl ResourceCache {
         self.read().objects.get(key).cloned()
     }
 
-    /// Matching objects in key order from `start` (inclusive), at most `limit` (0: all).
+    /// Matching objects under `prefix` in key order, at most `limit` (0: all).
     /// `global` is the cache-wide revision read before calling.
-    pub fn list(
-        &self,
-        prefix: &str,
-        filter: &Filter,
-        start: Option<&str>,
-        limit: usize,
-        global: Revision,
-    ) -> Page {
+    pub fn list(&self, prefix: &str, filter: &Filter, limit: usize, global: Revision) -> Page {
         let state = self.read();
         let revision = global.max(state.last_applied);
-        let begin = start.filter(|s| s.starts_with(prefix)).unwrap_or(prefix);
         let mut items = Vec::new();
         let mut next = None;
         if let Some(name) = filter.name() {
@@ -165,7 +157,7 @@ impl ResourceCache {
         }
         let range = state
             .objects
-            .range::<str, _>((Bound::Included(begin), Bound::Unbounded))
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
             .take_while(|(key, _)| key.starts_with(prefix));
         for (key, object) in range {
             if !filter.matches(self.def, object) {

@@ -108,11 +108,11 @@ pub async fn delete(call: &Call<'_>) -> Result<Response, Status> {
 pub async fn delete_collection(call: &Call<'_>) -> Result<Response, Status> {
     let options = options(call)?;
     let filter = read::filter(call)?;
-    call.server.fresh().await?;
+    call.server.fresh().await;
     let prefix = call.def.list_prefix(filter.namespace.as_deref());
     let page = call
         .cache
-        .list(&prefix, &filter, None, 0, call.server.cache.revision());
+        .list(&prefix, &filter, 0, call.server.cache.revision());
     let mut deleted = Vec::new();
     for object in &page.items {
         let namespace = object.namespace().map(str::to_string);

@@ -26,7 +26,7 @@ pub async fn read_object(call: &Call<'_>, name: &str) -> Result<Arc<CachedObject
     let key = call.key(name);
     match call.query.get("resourceVersion") {
         None | Some("") => {
-            if !call.server.fresh().await? {
+            if !call.server.fresh().await {
                 return read_from_storage(call, &key, None)
                     .await?
                     .ok_or_else(|| call.not_found(name));
@@ -145,7 +145,7 @@ pub async fn list(call: &Call<'_>) -> Result<Response, Status> {
     }
     let revision = match resource_version {
         None => {
-            if !call.server.fresh().await? {
+            if !call.server.fresh().await {
                 let current = call
                     .server
                     .store
@@ -167,7 +167,7 @@ pub async fn list(call: &Call<'_>) -> Result<Response, Status> {
     }
     let page = call
         .cache
-        .list(&prefix, &filter, None, limit, call.server.cache.revision());
+        .list(&prefix, &filter, limit, call.server.cache.revision());
     let next = page
         .next
         .as_deref()

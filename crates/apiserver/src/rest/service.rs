@@ -19,7 +19,7 @@ pub async fn create(
     dry_run: bool,
 ) -> Result<Value, Status> {
     let _allocating = call.server.service_allocation.lock().await;
-    call.server.fresh().await?;
+    call.server.fresh().await;
     let name = kyb_api::meta::name(&object).unwrap_or_default().to_string();
     if call.cache.get(key).is_some() {
         return Err(Status::already_exists("", "services", &name));
@@ -155,7 +155,7 @@ fn in_use(call: &Call<'_>) -> (HashSet<Ipv4Addr>, HashSet<u16>) {
     let mut ports = HashSet::new();
     let page = call
         .cache
-        .list(&call.def.list_prefix(None), &Default::default(), None, 0, 0);
+        .list(&call.def.list_prefix(None), &Default::default(), 0, 0);
     for service in &page.items {
         let Ok(service) = service.value() else {
             continue;

@@ -110,7 +110,7 @@ pub async fn check_namespace(call: &Call<'_>) -> Result<(), Status> {
     let mut found = cache.and_then(|c| c.get(&key));
     if found.is_none() {
         // It may have been created a moment ago: read it consistently before refusing.
-        call.server.fresh().await?;
+        call.server.fresh().await;
         found = cache.and_then(|c| c.get(&key));
     }
     let Some(found) = found else {

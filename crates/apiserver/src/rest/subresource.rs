@@ -351,7 +351,7 @@ async fn check_disruption_budgets(call: &Call<'_>, pod: &Value) -> Result<(), St
         namespace: Some(namespace.to_string()),
         ..Default::default()
     };
-    let page = cache.list(&pdbs.list_prefix(Some(namespace)), &filter, None, 0, 0);
+    let page = cache.list(&pdbs.list_prefix(Some(namespace)), &filter, 0, 0);
     for budget in &page.items {
         let Ok(budget) = budget.value() else { continue };
         let Some(selector) = budget.pointer("/spec/selector") else {

@@ -69,7 +69,7 @@ pub async fn watch(call: &Call<'_>) -> Result<Response, Status> {
         (None, _) | (Some("0"), _) => {
             if resource_version.is_none() {
                 // Consistent: start from a state that includes every acknowledged write.
-                call.server.fresh().await?;
+                call.server.fresh().await;
             }
             resource.subscribe_with_state(&prefix, &filter, cache.revision())
         }
