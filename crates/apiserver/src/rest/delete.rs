@@ -24,30 +24,36 @@ pub struct DeleteOptions {
     pub dry_run: bool,
 }
 
+impl DeleteOptions {
+    /// The options of a `DeleteOptions` object (a delete's body, an eviction's field).
+    pub fn from_value(value: &Value) -> Self {
+        let text = |pointer: &str| {
+            value
+                .pointer(pointer)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        Self {
+            grace_period: value.get("gracePeriodSeconds").and_then(Value::as_i64),
+            propagation: text("/propagationPolicy"),
+            orphan_dependents: value.get("orphanDependents").and_then(Value::as_bool),
+            precondition_uid: text("/preconditions/uid"),
+            precondition_rv: text("/preconditions/resourceVersion"),
+            dry_run: value
+                .get("dryRun")
+                .and_then(Value::as_array)
+                .is_some_and(|d| d.iter().any(|v| v == "All")),
+        }
+    }
+}
+
 pub fn options(call: &Call<'_>) -> Result<DeleteOptions, Status> {
     let mut options = DeleteOptions::default();
     if !call.body.iter().all(u8::is_ascii_whitespace) {
         let value = super::body::parse(call)?;
         let value = kinds::delete_options(value)
             .map_err(|e| Status::bad_request(format!("invalid DeleteOptions: {e}")))?;
-        options.grace_period = value.get("gracePeriodSeconds").and_then(Value::as_i64);
-        options.propagation = value
-            .get("propagationPolicy")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        options.orphan_dependents = value.get("orphanDependents").and_then(Value::as_bool);
-        options.precondition_uid = value
-            .pointer("/preconditions/uid")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        options.precondition_rv = value
-            .pointer("/preconditions/resourceVersion")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        options.dry_run = value
-            .get("dryRun")
-            .and_then(Value::as_array)
-            .is_some_and(|d| d.iter().any(|v| v == "All"));
+        options = DeleteOptions::from_value(&value);
     }
     if let Some(grace) = call.query.number("gracePeriodSeconds")? {
         options.grace_period = Some(grace);
@@ -237,11 +243,7 @@ pub async fn delete_object(
             Err(other) => return Err(storage_error(other)),
         }
     }
-    Err(Status::new(
-        409,
-        "Conflict",
-        "too many concurrent updates; try again",
-    ))
+    Err(write::too_many_conflicts())
 }
 
 /// The state an object goes to instead of being deleted at once, if it must wait (a

@@ -45,25 +45,7 @@ pub fn prepare_create(call: &Call<'_>, object: &mut Value) -> Result<(), Status>
     validation::default_object(def, object);
     {
         let metadata = meta::metadata_mut(object);
-        if def.namespaced {
-            let url = call.namespace.as_deref().unwrap_or_default();
-            match metadata
-                .get("namespace")
-                .and_then(Value::as_str)
-                .filter(|n| !n.is_empty())
-            {
-                Some(ns) if ns != url => {
-                    return Err(Status::bad_request(
-                        "the namespace of the provided object does not match the namespace sent on the request",
-                    ));
-                }
-                _ => {
-                    metadata.insert("namespace".into(), url.into());
-                }
-            }
-        } else {
-            metadata.remove("namespace");
-        }
+        set_namespace(call, metadata)?;
         let has_name = metadata
             .get("name")
             .and_then(Value::as_str)
@@ -95,6 +77,29 @@ pub fn prepare_create(call: &Call<'_>, object: &mut Value) -> Result<(), Status>
     }
     validation::prepare_for_create(def, object);
     Ok(())
+}
+
+/// A namespaced object's namespace is the one in the URL (filled in when the body has
+/// none, 400 when it has another); a cluster-scoped object has none.
+pub fn set_namespace(call: &Call<'_>, metadata: &mut Map<String, Value>) -> Result<(), Status> {
+    if !call.def.namespaced {
+        metadata.remove("namespace");
+        return Ok(());
+    }
+    let url = call.namespace.as_deref().unwrap_or_default();
+    match metadata
+        .get("namespace")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    {
+        Some(ns) if ns != url => Err(Status::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => {
+            metadata.insert("namespace".into(), url.into());
+            Ok(())
+        }
+    }
 }
 
 /// The namespace of a new object must exist and not be terminating.

@@ -310,24 +310,10 @@ async fn eviction(call: &Call<'_>, name: &str) -> Result<Response, Status> {
     let pod = read::read_object(call, name).await?;
     let pod_value = pod.value().map_err(Status::internal)?;
     check_disruption_budgets(call, &pod_value).await?;
-    let mut options = delete::DeleteOptions::default();
-    if let Some(delete_options) = eviction.get("deleteOptions") {
-        options.grace_period = delete_options
-            .get("gracePeriodSeconds")
-            .and_then(Value::as_i64);
-        options.propagation = delete_options
-            .get("propagationPolicy")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        options.precondition_uid = delete_options
-            .pointer("/preconditions/uid")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        options.precondition_rv = delete_options
-            .pointer("/preconditions/resourceVersion")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-    }
+    let mut options = eviction
+        .get("deleteOptions")
+        .map(delete::DeleteOptions::from_value)
+        .unwrap_or_default();
     options.dry_run = call.query.dry_run()?;
     delete::delete_object(call, name, &options).await?;
     Ok(response::json(

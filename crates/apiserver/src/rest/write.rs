@@ -96,23 +96,7 @@ pub fn check_identity(call: &Call<'_>, mut object: Value, name: &str) -> Result<
             metadata.insert("name".into(), name.into());
         }
     }
-    if call.def.namespaced {
-        let url = call.namespace.as_deref().unwrap_or_default();
-        match metadata
-            .get("namespace")
-            .and_then(Value::as_str)
-            .filter(|n| !n.is_empty())
-        {
-            Some(ns) if ns != url => {
-                return Err(Status::bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request",
-                ));
-            }
-            _ => {
-                metadata.insert("namespace".into(), url.into());
-            }
-        }
-    }
+    strategy::set_namespace(call, metadata)?;
     Ok(object)
 }
 
@@ -191,11 +175,12 @@ pub async fn guaranteed_update(
             Err(other) => return Err(storage_error(other)),
         }
     }
-    Err(Status::new(
-        409,
-        "Conflict",
-        "too many concurrent updates; try again",
-    ))
+    Err(too_many_conflicts())
+}
+
+/// When a write keeps losing its compare-and-swap.
+pub fn too_many_conflicts() -> Status {
+    Status::new(409, "Conflict", "too many concurrent updates; try again")
 }
 
 /// Whether marking for deletion changed anything worth writing.

@@ -298,3 +298,57 @@ async fn metadata_only_clients_get_partial_objects() {
         Some("1")
     );
 }
+
+#[tokio::test]
+async fn lists_at_an_exact_past_resource_version() {
+    use kube::api::VersionMatch;
+    let cluster = Cluster::start();
+    let api: Api<ConfigMap> = Api::namespaced(client(&cluster).await, "default");
+    api.create(&PostParams::default(), &config_map("kept", &[]))
+        .await
+        .unwrap();
+    let then = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    api.create(&PostParams::default(), &config_map("later", &[]))
+        .await
+        .unwrap();
+    api.delete("kept", &DeleteParams::default()).await.unwrap();
+    let names = |list: kube::api::ObjectList<ConfigMap>| {
+        list.items
+            .into_iter()
+            .filter_map(|c| c.metadata.name)
+            .collect::<Vec<_>>()
+    };
+    let past = api
+        .list(
+            &ListParams::default()
+                .at(&then)
+                .matching(VersionMatch::Exact),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        past.metadata.resource_version.as_deref(),
+        Some(then.as_str())
+    );
+    assert_eq!(names(past), vec!["kept"]);
+    assert_eq!(
+        names(api.list(&ListParams::default()).await.unwrap()),
+        vec!["later"]
+    );
+    // "Not older than" a revision serves the latest state.
+    let recent = api
+        .list(
+            &ListParams::default()
+                .at(&then)
+                .matching(VersionMatch::NotOlderThan),
+        )
+        .await
+        .unwrap();
+    assert_eq!(names(recent), vec!["later"]);
+}
