@@ -40,12 +40,22 @@ async fn request(
     path: &str,
     body: Bytes,
 ) -> anyhow::Result<(u16, Bytes)> {
+    request_as(sender, method, path, "application/json", body).await
+}
+
+async fn request_as(
+    sender: &mut Sender,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: Bytes,
+) -> anyhow::Result<(u16, Bytes)> {
     sender.ready().await?;
     let request = hyper::Request::builder()
         .method(method)
         .uri(path)
         .header("host", "127.0.0.1")
-        .header("content-type", "application/json")
+        .header("content-type", content_type)
         .header("accept", "application/json")
         .body(Full::new(body))?;
     let response = sender.send_request(request).await?;
@@ -161,6 +171,49 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let loaded = rss_mib(pid);
 
+        // Patches of the objects just created, each client its own: a strategic merge
+        // patch of a label, then a server-side apply of the data (two managers).
+        let mut patch_rates = Vec::new();
+        for (kind, content_type) in [
+            ("strategic merge patches", "application/strategic-merge-patch+json"),
+            ("server-side applies", "application/apply-patch+yaml"),
+        ] {
+            let per_client = (sizes.objects / sizes.clients / 2).min(250);
+            let begin = Instant::now();
+            let mut tasks = Vec::new();
+            for client in 0..sizes.clients {
+                tasks.push(tokio::spawn(async move {
+                    let mut sender = connect(port).await?;
+                    let mut samples = Vec::with_capacity(per_client);
+                    for i in 0..per_client {
+                        let name = format!("cm-{client}-{i}");
+                        let (path, body) = if content_type.contains("apply") {
+                            (
+                                format!("/api/v1/namespaces/default/configmaps/{name}?fieldManager=bench"),
+                                format!("{{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{{\"name\":\"{name}\"}},\"data\":{{\"applied\":\"{i}\"}}}}"),
+                            )
+                        } else {
+                            (
+                                format!("/api/v1/namespaces/default/configmaps/{name}"),
+                                format!("{{\"metadata\":{{\"labels\":{{\"patched\":\"{i}\"}}}}}}"),
+                            )
+                        };
+                        let t = Instant::now();
+                        let (status, _) = request_as(&mut sender, "PATCH", &path, content_type, body.into()).await?;
+                        samples.push(t.elapsed());
+                        anyhow::ensure!(status == 200, "{content_type} answered {status}");
+                    }
+                    anyhow::Ok(samples)
+                }));
+            }
+            let mut samples = Vec::new();
+            for task in tasks {
+                samples.extend(task.await??);
+            }
+            let rate = samples.len() as f64 / begin.elapsed().as_secs_f64();
+            patch_rates.push((kind, samples.len(), rate, Latencies::new(samples)));
+        }
+
         // Lists.
         let mut sender = connect(port).await?;
         let mut lists = Vec::new();
@@ -237,6 +290,9 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         let marginal = (loaded - halfway) * 1024.0 / (sizes.objects / 2) as f64;
         println!("| RSS after {} ConfigMaps of 1 KiB | {loaded:.1} MiB; second half {marginal:.2} KiB per object, of which {object_json:.2} KiB is its JSON |", sizes.objects);
         println!("| LIST of {} ({:.1} MiB) | p50 {}, p99 {} |", sizes.objects, listed_bytes as f64 / (1 << 20) as f64, ms(list_latency.percentile(50.0)), ms(list_latency.percentile(99.0)));
+        for (kind, count, rate, latency) in &patch_rates {
+            println!("| {count} {kind}, {} clients | {rate:.0}/s ({:.2}× creates), p50 {}, p99 {} |", sizes.clients, rate / creates, ms(latency.percentile(50.0)), ms(latency.percentile(99.0)));
+        }
         println!("| {} watchers, one event each | p50 {}, p99 {} (RSS with the watchers {watched_rss:.1} MiB) |", sizes.watchers, ms(delivery.percentile(50.0)), ms(delivery.percentile(99.0)));
         anyhow::Ok(())
     })?;

@@ -119,6 +119,12 @@ impl ResourceDef {
         }
     }
 
+    /// The OpenAPI definition name of the kind's type (`io.k8s.api.apps.v1.Deployment`),
+    /// the key to its schema and its fields' merge semantics.
+    pub fn definition(&self) -> String {
+        definition_name(self.group, self.version, self.kind)
+    }
+
     /// The `<resource>.<group>` name used in messages.
     pub fn group_resource(&self) -> String {
         if self.group.is_empty() {
@@ -224,6 +230,23 @@ resources! {
     "apiregistration.k8s.io" "v1" "APIService" "apiservices" "apiservice" [] ["api-extensions"] false ALL_VERBS [Status] "/registry/apiregistration.k8s.io/apiservices" "v1" true;
 }
 
+/// The OpenAPI definition name of a built-in kind's type, as k8s-openapi names them.
+pub fn definition_name(group: &str, version: &str, kind: &str) -> String {
+    let package = match group {
+        "" => "io.k8s.api.core",
+        "apiextensions.k8s.io" => "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions",
+        "apiregistration.k8s.io" => "io.k8s.kube-aggregator.pkg.apis.apiregistration",
+        "meta.k8s.io" => "io.k8s.apimachinery.pkg.apis.meta",
+        other => {
+            // `rbac.authorization.k8s.io` → `io.k8s.api.rbac`, `apps` → `io.k8s.api.apps`.
+            let short = other.strip_suffix(".k8s.io").unwrap_or(other);
+            let short = short.split('.').next().unwrap_or(short);
+            return format!("io.k8s.api.{short}.{version}.{kind}");
+        }
+    };
+    format!("{package}.{version}.{kind}")
+}
+
 /// The resource served at `group/version/plural`.
 pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static ResourceDef> {
     BUILTIN
@@ -300,6 +323,36 @@ mod tests {
                 .map(|r| r.api_version())
                 .as_deref(),
             Some("apps/v1")
+        );
+    }
+
+    #[test]
+    fn definition_names_follow_k8s_openapi() {
+        let name = |g, v, k| definition_name(g, v, k);
+        assert_eq!(name("", "v1", "Pod"), "io.k8s.api.core.v1.Pod");
+        assert_eq!(
+            name("apps", "v1", "Deployment"),
+            "io.k8s.api.apps.v1.Deployment"
+        );
+        assert_eq!(
+            name("rbac.authorization.k8s.io", "v1", "Role"),
+            "io.k8s.api.rbac.v1.Role"
+        );
+        assert_eq!(
+            name("coordination.k8s.io", "v1", "Lease"),
+            "io.k8s.api.coordination.v1.Lease"
+        );
+        assert_eq!(
+            name("autoscaling", "v2", "HorizontalPodAutoscaler"),
+            "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler"
+        );
+        assert_eq!(
+            name("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"
+        );
+        assert_eq!(
+            name("apiregistration.k8s.io", "v1", "APIService"),
+            "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService"
         );
     }
 

@@ -151,6 +151,23 @@ mod tests {
     }
 
     #[test]
+    fn every_resource_has_a_type_and_a_schema() {
+        for def in kyb_api::registry::BUILTIN {
+            let empty = json!({"metadata": {"name": "x"}});
+            assert!(
+                normalize(def.group, def.version, def.kind, empty).is_some(),
+                "{} has no type",
+                def.kind
+            );
+            assert!(
+                kyb_openapi::definition(&def.definition()).is_some(),
+                "{} has no schema",
+                def.definition()
+            );
+        }
+    }
+
+    #[test]
     fn wrong_types_are_errors() {
         let body =
             json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "bogus": 1}]}}}});

@@ -10,6 +10,7 @@ mod bootstrap;
 pub mod cache;
 mod convert;
 mod discovery;
+mod duplicates;
 pub mod kinds;
 pub mod kubeconfig;
 mod negotiation;

@@ -60,7 +60,33 @@ pub fn decode_object(
     kind: &str,
 ) -> Result<(Value, Vec<String>), Status> {
     let value = parse(call)?;
-    normalize(call, value, group, version, kind)
+    let duplicates = duplicate_fields(call)?;
+    let (object, mut warnings) = normalize(call, value, group, version, kind)?;
+    warnings.extend(duplicates);
+    Ok((object, warnings))
+}
+
+/// Duplicate fields in a JSON body: warnings, or 400 with `fieldValidation=Strict`.
+pub fn duplicate_fields(call: &Call<'_>) -> Result<Vec<String>, Status> {
+    let validation = field_validation(call)?;
+    let json = matches!(
+        negotiation::body_format(call.header("content-type")),
+        Ok(BodyFormat::Json | BodyFormat::MergePatch | BodyFormat::StrategicMergePatch)
+    );
+    if validation == FieldValidation::Ignore || !json {
+        return Ok(Vec::new());
+    }
+    let messages: Vec<String> = crate::duplicates::find(&call.body)
+        .iter()
+        .map(|path| format!("duplicate field {path:?}"))
+        .collect();
+    if validation == FieldValidation::Strict && !messages.is_empty() {
+        return Err(Status::bad_request(format!(
+            "strict decoding error: {}",
+            messages.join(", ")
+        )));
+    }
+    Ok(messages)
 }
 
 pub fn normalize(

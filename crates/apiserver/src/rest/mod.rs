@@ -8,6 +8,7 @@
 
 mod body;
 mod delete;
+mod managed;
 mod patch;
 mod present;
 mod read;
@@ -173,7 +174,7 @@ pub async fn ensure(
         body: Bytes::new(),
     };
     let (object, _) = body::normalize(&call, object, def.group, def.version, def.kind)?;
-    match write::create_object(&call, object.clone()).await {
+    match write::create_object(&call, object.clone(), true).await {
         Err(status) if status.code == 409 && update => {
             let (updated, _) = write::guaranteed_update(&call, &name, None, |current| {
                 let mut new = current.clone();

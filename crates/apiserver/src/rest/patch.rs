@@ -1,21 +1,25 @@
-//! `patch`: the patch is applied to the current state, and the result goes through the same
-//! update path as a PUT (strategy, validation, compare-and-swap, retried on conflicts).
-//!
-//! JSON merge patch (RFC 7386) and JSON patch (RFC 6902) are here; strategic merge patch is
-//! applied as a merge patch until its list semantics land, and server-side apply is not yet
-//! supported.
+//! `patch`: JSON patch, JSON merge patch and strategic merge patch (`kyb-patch`) applied to
+//! the current object, and server-side apply (`kyb-apply`, with create on apply). Every
+//! result goes through the same update path as a PUT (strategy, validation,
+//! managedFields, compare-and-swap, retried on conflicts), so a patch that fails leaves the
+//! object as it was.
 
 use super::write::{self, guaranteed_update};
-use super::{Call, body, present, strategy};
+use super::{Call, body, managed, present, strategy};
 use crate::negotiation::{self, BodyFormat};
 use crate::response::{self, Response};
+use crate::util;
 use http::StatusCode;
-use kyb_api::{Status, meta};
+use kyb_api::status::Cause;
+use kyb_api::{ResourceDef, Status, meta};
 use serde_json::Value;
 
 pub async fn patch(call: &Call<'_>) -> Result<Response, Status> {
     let name = call.name()?.to_string();
-    let (updated, warnings) = patch_object(call, &name, |def, new, current| {
+    if negotiation::body_format(call.header("content-type"))? == BodyFormat::ApplyPatch {
+        return apply(call, &name, None).await;
+    }
+    let (updated, warnings) = patch_object(call, &name, None, |def, new, current| {
         strategy::prepare_update(def, new, current)
     })
     .await?;
@@ -23,252 +27,228 @@ pub async fn patch(call: &Call<'_>) -> Result<Response, Status> {
     Ok(response::with_warnings(response, &warnings))
 }
 
-/// Applies the request's patch to the current object and writes the result after
-/// `prepare` (which turns the patched object into what may be stored).
+pub(crate) fn patch_error(error: kyb_patch::PatchError) -> Status {
+    Status::new(error.code(), error.reason(), error.status_message())
+}
+
+/// Applies the request's (non-apply) patch to the current object and writes the result
+/// after `prepare` (which turns the patched object into what may be stored).
 pub async fn patch_object(
     call: &Call<'_>,
     name: &str,
-    prepare: impl Fn(&'static kyb_api::ResourceDef, &mut Value, &Value) -> Result<(), Status>,
+    subresource: Option<&str>,
+    prepare: impl Fn(&'static ResourceDef, &mut Value, &Value) -> Result<(), Status>,
 ) -> Result<(Value, Vec<String>), Status> {
     let format = negotiation::body_format(call.header("content-type"))?;
-    let patch = match format {
-        BodyFormat::MergePatch | BodyFormat::StrategicMergePatch | BodyFormat::JsonPatch => {
-            body::parse_bytes(&call.body, format)?
-        }
-        BodyFormat::ApplyPatch => {
-            return Err(Status::new(
-                415,
-                "UnsupportedMediaType",
-                "server-side apply is not supported yet",
-            ));
-        }
-        _ => {
-            return Err(Status::unsupported_media_type(
-                call.header("content-type").unwrap_or_default(),
-            ));
-        }
-    };
+    if !matches!(
+        format,
+        BodyFormat::JsonPatch | BodyFormat::MergePatch | BodyFormat::StrategicMergePatch
+    ) {
+        return Err(Status::unsupported_media_type(
+            call.header("content-type").unwrap_or_default(),
+        ));
+    }
+    if call.query.get("force").is_some() {
+        return Err(Status::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            &[Cause {
+                reason: "FieldValueForbidden".into(),
+                message: "Forbidden: may not be specified for non-apply patch".into(),
+                field: "force".into(),
+            }],
+        ));
+    }
+    let definition = call.def.definition();
+    if format == BodyFormat::StrategicMergePatch && !kyb_patch::strategic::supported(&definition) {
+        return Err(Status::unsupported_media_type(
+            "application/strategic-merge-patch+json is not supported for this resource",
+        ));
+    }
+    let patch = body::parse_bytes(&call.body, format)?;
+    let mut warnings = body::duplicate_fields(call)?;
     let def = call.storage();
     let (group, version, kind) = (call.def.group, call.def.version, call.def.kind);
-    let mut warnings = Vec::new();
-    let mut precondition = None;
-    if let Some(rv) = patch
-        .pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-    {
-        precondition = Some(rv.to_string());
-    }
-    let (updated, _) = guaranteed_update(call, name, precondition.as_deref(), |current| {
+    let mut unknown = Vec::new();
+    let (updated, _) = guaranteed_update(call, name, None, |current| {
         let requested = if std::ptr::eq(call.def, def) {
             current.clone()
         } else {
             crate::convert::convert(def, call.def, current.clone())?
         };
         let patched = match format {
-            BodyFormat::JsonPatch => json_patch(requested, &patch)?,
-            _ => {
-                let mut target = requested;
-                merge_patch(&mut target, &patch);
-                target
+            BodyFormat::JsonPatch => {
+                kyb_patch::json_patch::apply(requested, &patch).map_err(patch_error)?
             }
+            BodyFormat::StrategicMergePatch => {
+                kyb_patch::strategic::apply(&requested, &patch, &definition).map_err(patch_error)?
+            }
+            _ => kyb_patch::merge_patch::apply(&requested, &patch).map_err(patch_error)?,
         };
-        let (normalized, unknown) = body::normalize(call, patched, group, version, kind)?;
-        warnings = unknown;
+        // A resourceVersion in the result is the client's precondition.
+        if meta::resource_version(&patched) != meta::resource_version(current) {
+            return Err(write::modified(call, name));
+        }
+        let (normalized, found) = body::normalize(call, patched, group, version, kind)?;
+        unknown = found;
         let mut new = write::check_identity(call, normalized, name)?;
         new = write::to_storage(call, new)?;
-        meta::metadata_mut(&mut new).remove("resourceVersion");
         prepare(def, &mut new, current)?;
+        managed::record(call, Some(current), &mut new, subresource)?;
         Ok(new)
     })
     .await?;
+    warnings.extend(unknown);
     Ok((updated, warnings))
 }
 
-/// RFC 7386: objects merge recursively, `null` deletes, anything else replaces.
-pub fn merge_patch(target: &mut Value, patch: &Value) {
-    let Value::Object(patch) = patch else {
-        *target = patch.clone();
-        return;
+/// Server-side apply of the request's configuration (to the object, or its status), creating
+/// the object if it does not exist.
+pub async fn apply(
+    call: &Call<'_>,
+    name: &str,
+    subresource: Option<&str>,
+) -> Result<Response, Status> {
+    let manager = call
+        .query
+        .value("fieldManager")
+        .ok_or_else(|| {
+            Status::bad_request(
+                "PATCH /apply requires a fieldManager: fieldManager is required for apply requests",
+            )
+        })?
+        .to_string();
+    managed::field_manager(call)?;
+    let force = call.query.flag("force");
+    let mut config = body::parse_bytes(&call.body, BodyFormat::ApplyPatch)?;
+    if !config.is_object() {
+        return Err(Status::bad_request(
+            "the applied configuration must be an object",
+        ));
+    }
+    let expected = call.def.api_version();
+    match meta::type_meta(&config) {
+        (Some(api_version), Some(kind)) if api_version == expected && kind == call.def.kind => {}
+        (Some(api_version), Some(kind)) => {
+            return Err(Status::bad_request(format!(
+                "the applied configuration is {api_version}, Kind={kind}, not {expected}, Kind={}",
+                call.def.kind
+            )));
+        }
+        _ => {
+            return Err(Status::bad_request(
+                "invalid object type: apiVersion and kind must be set",
+            ));
+        }
+    }
+    let config_name = meta::name(&config).map(str::to_string);
+    match config_name {
+        Some(config_name) if config_name != name => {
+            return Err(Status::bad_request(format!(
+                "the name of the object ({config_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        Some(_) => {}
+        None => {
+            meta::metadata_mut(&mut config).insert("name".into(), name.into());
+        }
+    }
+    // Unknown fields, as for any body (the normalized copy itself is not used: a partial
+    // configuration must stay partial).
+    let (_, warnings) = body::normalize(
+        call,
+        config.clone(),
+        call.def.group,
+        call.def.version,
+        call.def.kind,
+    )?;
+    let config = write::to_storage(call, config)?;
+    let def = call.storage();
+    let definition = def.definition();
+    let api_version = call.def.api_version();
+    let now = util::now();
+    let writer = kyb_apply::Writer {
+        manager: &manager,
+        api_version: &api_version,
+        subresource,
+        time: &now,
     };
-    if !target.is_object() {
-        *target = Value::Object(serde_json::Map::new());
-    }
-    let Value::Object(map) = target else {
-        return;
+    let reset = managed::reset_fields(def, subresource);
+    // A resourceVersion in the configuration is a precondition on the live object.
+    let precondition = meta::resource_version(&config).map(str::to_string);
+    let config = {
+        let mut config = config;
+        meta::metadata_mut(&mut config).remove("resourceVersion");
+        config
     };
-    for (key, value) in patch {
-        if value.is_null() {
-            map.remove(key);
-        } else {
-            merge_patch(map.entry(key.clone()).or_insert(Value::Null), value);
+    let applied = |live: Option<&Value>| {
+        kyb_apply::apply(&definition, live, &config, &writer, force, reset).map_err(apply_error)
+    };
+    for _ in 0..16 {
+        let updated = guaranteed_update(call, name, None, |current| {
+            if precondition
+                .as_deref()
+                .is_some_and(|rv| Some(rv) != meta::resource_version(current))
+            {
+                return Err(write::modified(call, name));
+            }
+            let merged = applied(Some(current))?;
+            let (normalized, _) = body::normalize(call, merged, def.group, def.version, def.kind)?;
+            let mut new = write::check_identity(call, normalized, name)?;
+            meta::metadata_mut(&mut new).remove("resourceVersion");
+            match subresource {
+                Some("status") => new = strategy::prepare_status_update(def, &new, current)?,
+                _ => strategy::prepare_update(def, &mut new, current)?,
+            }
+            Ok(new)
+        })
+        .await;
+        match updated {
+            Ok((updated, _)) => {
+                let response = present::stored_value(call, &updated, StatusCode::OK)?;
+                return Ok(response::with_warnings(response, &warnings));
+            }
+            Err(status)
+                if status.code != 404 || subresource.is_some() || precondition.is_some() =>
+            {
+                return Err(status);
+            }
+            Err(_) => {}
+        }
+        // Create on apply.
+        let created = applied(None)?;
+        let (created, _) = body::normalize(call, created, def.group, def.version, def.kind)?;
+        match write::create_object(call, created, false).await {
+            Ok(stored) => {
+                let response = present::stored_value(call, &stored, StatusCode::CREATED)?;
+                return Ok(response::with_warnings(response, &warnings));
+            }
+            Err(status) if status.code == 409 && status.reason == "AlreadyExists" => continue,
+            Err(status) => return Err(status),
         }
     }
+    Err(write::too_many_conflicts())
 }
 
-/// RFC 6902: add, remove, replace, move, copy, test.
-pub fn json_patch(mut document: Value, patch: &Value) -> Result<Value, Status> {
-    let operations = patch
-        .as_array()
-        .ok_or_else(|| Status::bad_request("a JSON patch must be a list of operations"))?;
-    for (i, op) in operations.iter().enumerate() {
-        let bad = |why: &str| {
-            Status::new(
-                422,
-                "Invalid",
-                format!(
-                    "the server rejected our request due to an error in our request: operation {i}: {why}"
-                ),
-            )
-        };
-        let kind = op
-            .get("op")
-            .and_then(Value::as_str)
-            .ok_or_else(|| Status::bad_request(format!("operation {i} has no op")))?;
-        let path = op
-            .get("path")
-            .and_then(Value::as_str)
-            .ok_or_else(|| Status::bad_request(format!("operation {i} has no path")))?;
-        let value = || {
-            op.get("value")
-                .cloned()
-                .ok_or_else(|| Status::bad_request(format!("operation {i} has no value")))
-        };
-        let from = || {
-            op.get("from")
-                .and_then(Value::as_str)
-                .ok_or_else(|| Status::bad_request(format!("operation {i} has no from")))
-        };
-        match kind {
-            "add" => add(&mut document, path, value()?).map_err(|e| bad(&e))?,
-            "remove" => {
-                remove(&mut document, path).map_err(|e| bad(&e))?;
-            }
-            "replace" => {
-                remove(&mut document, path).map_err(|e| bad(&e))?;
-                add(&mut document, path, value()?).map_err(|e| bad(&e))?;
-            }
-            "move" => {
-                let moved = remove(&mut document, from()?).map_err(|e| bad(&e))?;
-                add(&mut document, path, moved).map_err(|e| bad(&e))?;
-            }
-            "copy" => {
-                let copied = document
-                    .pointer(from()?)
-                    .cloned()
-                    .ok_or_else(|| bad("from does not exist"))?;
-                add(&mut document, path, copied).map_err(|e| bad(&e))?;
-            }
-            "test" => {
-                if document.pointer(path) != Some(&value()?) {
-                    return Err(bad("test failed"));
-                }
-            }
-            other => {
-                return Err(Status::bad_request(format!(
-                    "unknown JSON patch operation {other:?}"
-                )));
-            }
+/// The Status of a failed apply: 409 with one cause per conflicting field.
+fn apply_error(error: kyb_apply::ApplyError) -> Status {
+    match error {
+        kyb_apply::ApplyError::Conflicts(conflicts) => {
+            let mut status = Status::new(409, "Conflict", kyb_apply::conflict_message(&conflicts));
+            let causes: Vec<Value> = conflicts
+                .iter()
+                .map(|c| {
+                    serde_json::json!({
+                        "reason": kyb_apply::Conflict::CAUSE_REASON,
+                        "message": c.message(),
+                        "field": c.field,
+                    })
+                })
+                .collect();
+            status.details = Some(serde_json::json!({"causes": causes}));
+            status
         }
-    }
-    Ok(document)
-}
-
-fn split(path: &str) -> Result<(String, String), String> {
-    let (parent, last) = path
-        .rsplit_once('/')
-        .ok_or_else(|| format!("invalid path {path:?}"))?;
-    Ok((
-        parent.to_string(),
-        last.replace("~1", "/").replace("~0", "~"),
-    ))
-}
-
-fn add(document: &mut Value, path: &str, value: Value) -> Result<(), String> {
-    if path.is_empty() {
-        *document = value;
-        return Ok(());
-    }
-    let (parent, last) = split(path)?;
-    match document.pointer_mut(&parent) {
-        Some(Value::Object(map)) => {
-            map.insert(last, value);
-            Ok(())
-        }
-        Some(Value::Array(list)) => {
-            let index = if last == "-" {
-                list.len()
-            } else {
-                last.parse()
-                    .map_err(|_| format!("invalid index {last:?}"))?
-            };
-            if index > list.len() {
-                return Err(format!("index {index} out of bounds"));
-            }
-            list.insert(index, value);
-            Ok(())
-        }
-        _ => Err(format!("the parent of {path:?} does not exist")),
-    }
-}
-
-fn remove(document: &mut Value, path: &str) -> Result<Value, String> {
-    let (parent, last) = split(path)?;
-    match document.pointer_mut(&parent) {
-        Some(Value::Object(map)) => map
-            .remove(&last)
-            .ok_or_else(|| format!("{path:?} does not exist")),
-        Some(Value::Array(list)) => {
-            let index: usize = last
-                .parse()
-                .map_err(|_| format!("invalid index {last:?}"))?;
-            if index >= list.len() {
-                return Err(format!("index {index} out of bounds"));
-            }
-            Ok(list.remove(index))
-        }
-        _ => Err(format!("the parent of {path:?} does not exist")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn merge_patches() {
-        let mut target = json!({"a": {"b": 1, "c": 2}, "list": [1, 2]});
-        merge_patch(&mut target, &json!({"a": {"b": null, "d": 3}, "list": [3]}));
-        assert_eq!(target, json!({"a": {"c": 2, "d": 3}, "list": [3]}));
-    }
-
-    #[test]
-    fn json_patches() {
-        let doc =
-            json!({"metadata": {"labels": {"a": "1"}}, "spec": {"containers": [{"name": "c"}]}});
-        let patched = json_patch(
-            doc,
-            &json!([
-                {"op": "add", "path": "/metadata/labels/b", "value": "2"},
-                {"op": "replace", "path": "/spec/containers/0/name", "value": "d"},
-                {"op": "add", "path": "/spec/containers/-", "value": {"name": "e"}},
-                {"op": "test", "path": "/metadata/labels/a", "value": "1"},
-                {"op": "remove", "path": "/metadata/labels/a"}
-            ]),
-        );
-        assert_eq!(
-            patched.ok(),
-            Some(
-                json!({"metadata": {"labels": {"b": "2"}}, "spec": {"containers": [{"name": "d"}, {"name": "e"}]}})
-            )
-        );
-        assert!(
-            json_patch(
-                json!({}),
-                &json!([{"op": "test", "path": "/x", "value": 1}])
-            )
-            .is_err()
-        );
-        assert!(json_patch(json!({}), &json!([{"op": "remove", "path": "/x/y"}])).is_err());
+        other => Status::new(other.code(), other.reason(), other.message()),
     }
 }

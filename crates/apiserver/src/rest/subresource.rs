@@ -2,9 +2,9 @@
 //! autoscaling/v1 Scale), `binding` (assigning a pod to a node), `eviction` (a delete that
 //! respects PodDisruptionBudgets) and `finalize` (a namespace's spec.finalizers).
 
-use super::patch::{self, merge_patch};
+use super::patch;
 use super::write::{self, guaranteed_update};
-use super::{Call, body, delete, present, read, strategy};
+use super::{Call, body, delete, managed, present, read, strategy};
 use crate::negotiation::{self, BodyFormat};
 use crate::request::Verb;
 use crate::response::{self, Response};
@@ -18,12 +18,18 @@ pub async fn serve(call: &Call<'_>, sub: Subresource) -> Result<Response, Status
     match (sub, call.verb) {
         (Subresource::Status, Verb::Get) => read::get(call).await,
         (Subresource::Status, Verb::Update) => status_update(call, &name).await,
+        (Subresource::Status, Verb::Patch)
+            if negotiation::body_format(call.header("content-type"))? == BodyFormat::ApplyPatch =>
+        {
+            patch::apply(call, &name, Some("status")).await
+        }
         (Subresource::Status, Verb::Patch) => {
-            let (updated, warnings) = patch::patch_object(call, &name, |def, new, current| {
-                *new = strategy::prepare_status_update(def, new, current)?;
-                Ok(())
-            })
-            .await?;
+            let (updated, warnings) =
+                patch::patch_object(call, &name, Some("status"), |def, new, current| {
+                    *new = strategy::prepare_status_update(def, new, current)?;
+                    Ok(())
+                })
+                .await?;
             Ok(response::with_warnings(
                 present::stored_value(call, &updated, StatusCode::OK)?,
                 &warnings,
@@ -63,7 +69,9 @@ async fn status_update(call: &Call<'_>, name: &str) -> Result<Response, Status> 
     let precondition = meta::resource_version(&object).map(str::to_string);
     let def = call.storage();
     let (updated, _) = guaranteed_update(call, name, precondition.as_deref(), |current| {
-        strategy::prepare_status_update(def, &object, current)
+        let mut new = strategy::prepare_status_update(def, &object, current)?;
+        managed::record(call, Some(current), &mut new, Some("status"))?;
+        Ok(new)
     })
     .await?;
     Ok(response::with_warnings(
@@ -171,14 +179,12 @@ async fn scale_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
             (Some(scale), _) => scale.clone(),
             (None, Some(patch)) => {
                 let current_scale = scale_of(def, current);
+                // A Scale has no lists: a strategic merge patch is a merge patch here.
                 match format {
-                    BodyFormat::JsonPatch => patch::json_patch(current_scale, patch)?,
-                    _ => {
-                        let mut target = current_scale;
-                        merge_patch(&mut target, patch);
-                        target
-                    }
+                    BodyFormat::JsonPatch => kyb_patch::json_patch::apply(current_scale, patch),
+                    _ => kyb_patch::merge_patch::apply(&current_scale, patch),
                 }
+                .map_err(super::patch::patch_error)?
             }
             (None, None) => return Err(Status::bad_request("no scale given")),
         };
@@ -207,6 +213,7 @@ async fn scale_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
         }
         meta::metadata_mut(&mut new).remove("resourceVersion");
         strategy::prepare_update(def, &mut new, current)?;
+        managed::record(call, Some(current), &mut new, Some("scale"))?;
         Ok(new)
     })
     .await?;
@@ -267,6 +274,7 @@ async fn binding(call: &Call<'_>, name: &str) -> Result<Response, Status> {
         }
         pod["spec"]["nodeName"] = node.clone().into();
         set_condition(&mut pod, "PodScheduled", "True");
+        managed::record(call, Some(current), &mut pod, Some("binding"))?;
         Ok(pod)
     })
     .await?;

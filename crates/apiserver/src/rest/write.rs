@@ -1,6 +1,6 @@
 //! `create` and `update`, and the compare-and-swap update loop every write path shares.
 
-use super::{Call, body, present, service, strategy};
+use super::{Call, body, managed, present, service, strategy};
 use crate::response::{self, Response};
 use crate::server::storage_error;
 use http::StatusCode;
@@ -18,18 +18,26 @@ pub async fn create(call: &Call<'_>) -> Result<Response, Status> {
     let (object, warnings) =
         body::decode_object(call, call.def.group, call.def.version, call.def.kind)?;
     let object = to_storage(call, object)?;
-    let created = create_object(call, object).await?;
+    let created = create_object(call, object, true).await?;
     let response = present::stored_value(call, &created, StatusCode::CREATED)?;
     Ok(response::with_warnings(response, &warnings))
 }
 
 /// Prepares, validates and stores a new object (in the storage version); returns it as
-/// stored, `resourceVersion` included.
-pub async fn create_object(call: &Call<'_>, mut object: Value) -> Result<Value, Status> {
+/// stored, `resourceVersion` included. `record` adds the creator's managedFields entry
+/// (server-side apply has made its own).
+pub async fn create_object(
+    call: &Call<'_>,
+    mut object: Value,
+    record: bool,
+) -> Result<Value, Status> {
     if !(call.def.group.is_empty() && call.def.kind == "Namespace") {
         strategy::check_namespace(call).await?;
     }
     strategy::prepare_create(call, &mut object)?;
+    if record {
+        managed::record(call, None, &mut object, None)?;
+    }
     let dry_run = call.query.dry_run()?;
     let name = meta::name(&object).unwrap_or_default().to_string();
     let key = call.key(&name);
@@ -71,6 +79,7 @@ pub async fn update(call: &Call<'_>) -> Result<Response, Status> {
     let (updated, _) = guaranteed_update(call, &name, precondition.as_deref(), |current| {
         let mut new = object.clone();
         strategy::prepare_update(def, &mut new, current)?;
+        managed::record(call, Some(current), &mut new, None)?;
         Ok(new)
     })
     .await?;

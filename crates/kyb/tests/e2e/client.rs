@@ -352,3 +352,117 @@ async fn lists_at_an_exact_past_resource_version() {
         .unwrap();
     assert_eq!(names(recent), vec!["later"]);
 }
+
+#[tokio::test]
+async fn every_patch_type_through_kube_rs() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let cluster = Cluster::start();
+    let api: Api<Deployment> = Api::namespaced(client(&cluster).await, "default");
+    let applied = serde_json::json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "nginx", "image": "nginx:1.26"}]}}
+        }
+    });
+    let apply = PatchParams::apply("kube-rs-test");
+    // Apply creates...
+    let created = api
+        .patch("web", &apply, &Patch::Apply(&applied))
+        .await
+        .unwrap();
+    assert_eq!(created.spec.as_ref().and_then(|s| s.replicas), Some(2));
+    let managers: Vec<_> = created
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|m| (m.manager.clone(), m.operation.clone()))
+        .collect();
+    assert_eq!(
+        managers,
+        vec![(Some("kube-rs-test".to_string()), Some("Apply".to_string()))]
+    );
+
+    // ...strategic merge adds a container by name...
+    let strategic = serde_json::json!({"spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "busybox"}]}}}});
+    let patched = api
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Strategic(&strategic),
+        )
+        .await
+        .unwrap();
+    let names: Vec<_> = patched
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    // (new items go before the live ones, as Kubernetes orders them)
+    assert_eq!(names, vec!["sidecar", "nginx"]);
+
+    // ...a merge patch replaces the list...
+    let merge = serde_json::json!({"spec": {"template": {"spec": {"containers": [{"name": "only", "image": "busybox"}]}}}});
+    let patched = api
+        .patch("web", &PatchParams::default(), &Patch::Merge(&merge))
+        .await
+        .unwrap();
+    assert_eq!(
+        patched
+            .spec
+            .unwrap()
+            .template
+            .spec
+            .unwrap()
+            .containers
+            .len(),
+        1
+    );
+
+    // ...a JSON patch edits by path, and a failing test changes nothing.
+    let json: json_patch::Patch = serde_json::from_value(serde_json::json!([
+        {"op": "replace", "path": "/spec/replicas", "value": 4}
+    ]))
+    .unwrap();
+    let patched = api
+        .patch("web", &PatchParams::default(), &Patch::Json::<()>(json))
+        .await
+        .unwrap();
+    assert_eq!(patched.spec.as_ref().and_then(|s| s.replicas), Some(4));
+    let failing: json_patch::Patch = serde_json::from_value(serde_json::json!([
+        {"op": "test", "path": "/spec/replicas", "value": 9},
+        {"op": "replace", "path": "/spec/replicas", "value": 1}
+    ]))
+    .unwrap();
+    assert!(
+        api.patch("web", &PatchParams::default(), &Patch::Json::<()>(failing))
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        api.get("web").await.unwrap().spec.and_then(|s| s.replicas),
+        Some(4)
+    );
+
+    // The applier's replicas were taken over by the JSON patch: applying them again conflicts,
+    // forcing takes them back.
+    match api.patch("web", &apply, &Patch::Apply(&applied)).await {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"))
+        }
+        other => panic!("expected a conflict: {other:?}"),
+    }
+    let forced = api
+        .patch("web", &apply.clone().force(), &Patch::Apply(&applied))
+        .await
+        .unwrap();
+    assert_eq!(forced.spec.and_then(|s| s.replicas), Some(2));
+}

@@ -51,6 +51,18 @@ impl Cluster {
 
     /// A raw HTTP request to the server: (status code, body).
     pub fn http(&self, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, String) {
+        let (code, _, body) = self.http_with_headers(method, path, content_type, body);
+        (code, body)
+    }
+
+    /// A raw HTTP request to the server: (status code, response head, body).
+    pub fn http_with_headers(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &[u8],
+    ) -> (u16, String, String) {
         use std::io::{Read, Write};
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         stream.set_read_timeout(Some(DEADLINE)).unwrap();
@@ -68,11 +80,8 @@ impl Cluster {
             .nth(1)
             .and_then(|c| c.parse().ok())
             .unwrap_or(0);
-        let body = response
-            .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_string())
-            .unwrap_or_default();
-        (code, body)
+        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+        (code, head.to_string(), body.to_string())
     }
 
     /// Stops the server and hands back its data dir.

@@ -8,3 +8,5 @@ mod client;
 mod cluster;
 mod http;
 mod kubectl;
+mod patch;
+mod workflows;
