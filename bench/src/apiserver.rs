@@ -26,9 +26,33 @@ struct Sizes {
 
 type Sender = http1::SendRequest<Full<Bytes>>;
 
+/// The admin's TLS client configuration, read from the server's data dir once it is up.
+static TLS: std::sync::OnceLock<std::sync::Arc<tokio_rustls::rustls::ClientConfig>> =
+    std::sync::OnceLock::new();
+
+fn admin_tls(data_dir: &std::path::Path) -> anyhow::Result<()> {
+    let pki = data_dir.join("pki");
+    let read = |file: &str| std::fs::read_to_string(pki.join(file));
+    let admin = kyb_pki::Credentials {
+        cert_pem: read("admin.crt")?,
+        key_pem: read("admin.key")?,
+    };
+    let config = kyb_pki::tls::client_config(&read("ca.crt")?, Some(&admin))?;
+    let _ = TLS.set(config);
+    Ok(())
+}
+
 async fn connect(port: u16) -> anyhow::Result<Sender> {
     let stream = TcpStream::connect(("127.0.0.1", port)).await?;
     stream.set_nodelay(true)?;
+    let config = TLS
+        .get()
+        .ok_or_else(|| anyhow::anyhow!("TLS is not configured"))?
+        .clone();
+    let name = tokio_rustls::rustls::pki_types::ServerName::try_from("127.0.0.1")?;
+    let stream = tokio_rustls::TlsConnector::from(config)
+        .connect(name, stream)
+        .await?;
     let (sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
     tokio::spawn(connection);
     Ok(sender)
@@ -121,6 +145,7 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
     server.wait_for_line("kyb server ready", Duration::from_secs(60))?;
     let ready = started.elapsed();
     let pid = server.id();
+    admin_tls(dir.path())?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

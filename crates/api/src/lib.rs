@@ -1,12 +1,15 @@
 //! Shared Kubernetes API helpers, used by the API server and by every component that talks
 //! to it: the registry of built-in resources, label and field selectors, the `Status` error
-//! object, and small accessors for objects in their JSON form.
+//! object, small accessors for objects in their JSON form, JSON values printed the way Go
+//! prints them in Kubernetes' messages (`gofmt`), and calendar-date arithmetic (`time`).
 
 pub mod fields;
+pub mod gofmt;
 pub mod labels;
 pub mod meta;
 pub mod registry;
 pub mod status;
+pub mod time;
 
 pub use registry::{ResourceDef, Subresource};
 pub use status::Status;

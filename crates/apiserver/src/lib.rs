@@ -2,17 +2,19 @@
 //!
 //! Serves the built-in resources of the Kubernetes 1.33 API over HTTP from the storage layer:
 //! a generic REST engine (`rest`) driven by the resource registry (`kyb_api::registry`),
+//! over TLS, with authentication and authorization (`auth`),
 //! reads and watches from an in-memory watch cache (`cache`), discovery, OpenAPI, Table
 //! output, and the default objects every cluster has (`bootstrap`). Start it with
 //! [`ApiServer::start`] and [`ApiServer::serve`].
 
+pub mod auth;
 mod bootstrap;
 pub mod cache;
 mod convert;
 mod discovery;
 mod duplicates;
 pub mod kinds;
-pub mod kubeconfig;
+mod names;
 mod negotiation;
 mod openapi;
 mod printers;
@@ -26,5 +28,6 @@ mod server;
 mod util;
 mod validation;
 
+pub use names::serving_names;
 pub use routes::KUBERNETES_VERSION;
-pub use server::{ApiServer, Config, Server, StartError};
+pub use server::{ApiServer, Config, Security, Server, StartError};

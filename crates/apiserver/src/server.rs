@@ -1,9 +1,11 @@
 //! The API server process: configuration, the accept loop, and the request pipeline.
 //!
 //! The pipeline, outermost first: in-flight limit (long-running watches exempt) → request
-//! body limit → request classification → [authentication → authorization: next issue] →
-//! the REST engine (`rest`) or the non-resource routes (`routes`).
+//! body limit → request classification → authentication → authorization → the REST engine
+//! (`rest`) or the non-resource routes (`routes`). Connections are TLS only; a verified
+//! client certificate authenticates every request on its connection.
 
+use crate::auth::{self, Attributes, Authenticator, User};
 use crate::cache::WatchCache;
 use crate::query::Query;
 use crate::request::{self, Target, Verb};
@@ -70,6 +72,16 @@ pub enum StartError {
     Cache(#[from] kyb_storage::Error),
 }
 
+/// How the server proves who it is and learns who its clients are.
+pub struct Security {
+    /// The serving certificate and the CA client certificates are verified against.
+    pub tls: Arc<rustls::ServerConfig>,
+    pub authenticator: Authenticator,
+}
+
+/// How long a client gets to finish the TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// State shared by every request.
 pub struct Server {
     pub store: Arc<dyn Store>,
@@ -80,6 +92,7 @@ pub struct Server {
     pub started: Instant,
     pub service_allocation: Mutex<()>,
     pub openapi: Arc<kyb_openapi::Documents>,
+    pub authenticator: Authenticator,
     inflight: Arc<Semaphore>,
 }
 
@@ -95,19 +108,22 @@ impl Server {
 pub struct ApiServer {
     server: Arc<Server>,
     listener: TcpListener,
+    tls: tokio_rustls::TlsAcceptor,
 }
 
 impl ApiServer {
     /// Binds the port, loads the watch cache and creates the default objects.
-    pub async fn start(store: Arc<dyn Store>, config: Config) -> Result<Self, StartError> {
+    pub async fn start(
+        store: Arc<dyn Store>,
+        config: Config,
+        security: Security,
+    ) -> Result<Self, StartError> {
         let address = SocketAddr::new(config.bind_address, config.port);
         let listener = TcpListener::bind(address)
             .await
             .map_err(|source| StartError::Bind { address, source })?;
         let cache = WatchCache::start(store.clone()).await?;
-        let advertise_address = config
-            .advertise_address
-            .unwrap_or_else(|| advertise(config.bind_address));
+        let advertise_address = advertise_address(&config);
         let server = Arc::new(Server {
             store,
             cache,
@@ -116,10 +132,16 @@ impl ApiServer {
             started: Instant::now(),
             service_allocation: Mutex::new(()),
             openapi: Arc::new(crate::openapi::documents()),
+            authenticator: security.authenticator,
             inflight: Arc::new(Semaphore::new(config.max_requests_in_flight)),
             config,
         });
-        Ok(Self { server, listener })
+        let tls = tokio_rustls::TlsAcceptor::from(security.tls);
+        Ok(Self {
+            server,
+            listener,
+            tls,
+        })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -137,7 +159,11 @@ impl ApiServer {
         ready: impl FnOnce(SocketAddr) + Send,
         shutdown: impl std::future::Future<Output = ()>,
     ) {
-        let Self { server, listener } = self;
+        let Self {
+            server,
+            listener,
+            tls,
+        } = self;
         let address = listener.local_addr().ok();
         let accept = {
             let server = server.clone();
@@ -153,9 +179,31 @@ impl ApiServer {
                     };
                     let _ = stream.set_nodelay(true);
                     let server = server.clone();
+                    let tls = tls.clone();
                     tokio::spawn(async move {
+                        let stream =
+                            match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(stream)).await
+                            {
+                                Ok(Ok(stream)) => stream,
+                                Ok(Err(error)) => {
+                                    tracing::debug!(%error, "TLS handshake failed");
+                                    return;
+                                }
+                                Err(_) => {
+                                    tracing::debug!("TLS handshake timed out");
+                                    return;
+                                }
+                            };
+                        // The client certificate, verified against the cluster CA by rustls.
+                        let certified: Option<Arc<User>> = stream
+                            .get_ref()
+                            .1
+                            .peer_certificates()
+                            .and_then(|certs| certs.first())
+                            .and_then(|cert| kyb_pki::identity(cert))
+                            .map(|identity| Arc::new(User::from_certificate(&identity)));
                         let service = hyper::service::service_fn(move |request| {
-                            handle(server.clone(), request)
+                            handle(server.clone(), certified.clone(), request)
                         });
                         let builder =
                             hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -188,6 +236,14 @@ impl ApiServer {
     }
 }
 
+/// The address the API server advertises: the configured one, else derived from the
+/// bind address.
+pub fn advertise_address(config: &Config) -> Ipv4Addr {
+    config
+        .advertise_address
+        .unwrap_or_else(|| advertise(config.bind_address))
+}
+
 /// The address to advertise when none was given: the bind address, or the host's primary
 /// IPv4 address when bound to all or to loopback (Kubernetes refuses loopback endpoints).
 fn advertise(bind: IpAddr) -> Ipv4Addr {
@@ -205,11 +261,33 @@ fn advertise(bind: IpAddr) -> Ipv4Addr {
     }
 }
 
-async fn handle(server: Arc<Server>, request: Request<Incoming>) -> Result<Response, Infallible> {
+async fn handle(
+    server: Arc<Server>,
+    certified: Option<Arc<User>>,
+    request: Request<Incoming>,
+) -> Result<Response, Infallible> {
     let started = Instant::now();
     let (parts, body) = request.into_parts();
     let query = Query::parse(parts.uri.query());
     let target = request::classify(&parts.method, parts.uri.path(), query.flag("watch"));
+    let user = match server
+        .authenticator
+        .authenticate(certified.as_deref(), &parts.headers)
+    {
+        Ok(user) => user,
+        Err(status) => return Ok(response::error(&status)),
+    };
+    let attributes = match &target {
+        Target::Resource(resource) => Attributes::Resource(resource),
+        Target::NonResource => Attributes::NonResource {
+            verb: non_resource_verb(&parts.method),
+            path: parts.uri.path(),
+        },
+    };
+    if let Err(status) = auth::authorize(&user, &attributes) {
+        tracing::debug!(user = %user.name, path = %parts.uri.path(), "forbidden");
+        return Ok(response::error(&status));
+    }
     let response = match target {
         Target::NonResource => {
             routes::serve(
@@ -252,6 +330,18 @@ async fn handle(server: Arc<Server>, request: Request<Incoming>) -> Result<Respo
         "request"
     );
     Ok(response)
+}
+
+/// The verb of a non-resource request, as authorizers see it.
+fn non_resource_verb(method: &http::Method) -> &'static str {
+    match *method {
+        http::Method::GET | http::Method::HEAD => "get",
+        http::Method::POST => "post",
+        http::Method::PUT => "put",
+        http::Method::PATCH => "patch",
+        http::Method::DELETE => "delete",
+        _ => "unknown",
+    }
 }
 
 /// Bodies this much over the limit are still read (and thrown away) before answering 413,

@@ -6,7 +6,7 @@
 //! `FieldManagerConflict`, message [`Conflict::message`], field the printed path).
 
 use crate::managed::{self, Operation};
-use crate::value;
+use kyb_api::gofmt;
 
 /// One field another manager owns with a different value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,10 +28,10 @@ impl Conflict {
     /// `"kube-controller-manager" with subresource "scale" using apps/v1`.
     pub fn manager_description(&self) -> String {
         let mut out = String::new();
-        value::write_go_quoted(&mut out, &self.manager);
+        gofmt::write_quoted(&mut out, &self.manager);
         if let Some(sub) = self.subresource.as_deref().filter(|s| !s.is_empty()) {
             out.push_str(" with subresource ");
-            value::write_go_quoted(&mut out, sub);
+            gofmt::write_quoted(&mut out, sub);
         }
         if let Some(version) = &self.api_version {
             out.push_str(" using ");

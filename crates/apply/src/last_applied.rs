@@ -10,7 +10,7 @@ use crate::compare;
 use crate::fieldset::{self, Set};
 use crate::schema::TypeRef;
 use crate::to_set;
-use crate::value;
+use kyb_api::gofmt;
 use serde_json::Value;
 
 /// The field manager this migration applies to.
@@ -58,7 +58,7 @@ pub(crate) fn sync_annotation(result: &mut Value, config: &Value) {
             None => {}
         }
     }
-    let mut text = value::go_json(&applied);
+    let mut text = gofmt::json(&applied);
     text.push('\n');
     if let Some(Value::Object(annotations)) = result.pointer_mut("/metadata/annotations") {
         annotations.insert(ANNOTATION.to_owned(), Value::String(text));

@@ -9,7 +9,7 @@
 
 use crate::fieldset::{self, Set};
 use crate::time;
-use crate::value;
+use kyb_api::gofmt;
 use serde_json::{Map, Value, json};
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -125,9 +125,9 @@ pub(crate) fn identifier(
         if out.len() > 1 {
             out.push(',');
         }
-        value::write_go_string(&mut out, name);
+        gofmt::write_json_string(&mut out, name);
         out.push(':');
-        value::write_go_string(&mut out, v);
+        gofmt::write_json_string(&mut out, v);
     };
     field("manager", manager);
     field("operation", operation.as_str());
@@ -360,8 +360,7 @@ fn decode_entry(i: usize, item: &Value, trusted: bool) -> Result<Entry, String> 
         "FieldsV1" => {}
         "" => return Err(format!("missing fieldsType in managed fields entry {i}")),
         other => {
-            let mut q = String::new();
-            value::write_go_quoted(&mut q, other);
+            let q = gofmt::quote(other);
             return Err(format!(
                 "invalid fieldsType {q} in managed fields entry {i}"
             ));

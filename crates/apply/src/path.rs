@@ -7,6 +7,7 @@
 //! form; printing (`.spec.containers[name="nginx"].image`) and ordering parse them back.
 
 use crate::value;
+use kyb_api::gofmt;
 use serde_json::Value;
 use std::cmp::Ordering;
 
@@ -53,9 +54,9 @@ pub(crate) fn key(fields: &[(&str, &Value)]) -> String {
         if i > 0 {
             out.push(',');
         }
-        value::write_go_string(&mut out, name);
+        gofmt::write_json_string(&mut out, name);
         out.push(':');
-        value::write_go_json(&mut out, v);
+        gofmt::write_json(&mut out, v);
     }
     out.push('}');
     out
@@ -64,7 +65,7 @@ pub(crate) fn key(fields: &[(&str, &Value)]) -> String {
 /// `v:<json>` for a set item.
 pub(crate) fn set_item(v: &Value) -> String {
     let mut out = String::from("v:");
-    value::write_go_json(&mut out, v);
+    gofmt::write_json(&mut out, v);
     out
 }
 

@@ -58,19 +58,8 @@ pub(crate) fn unix_seconds(s: &str) -> Option<i64> {
             sign * (h * 3600 + m * 60)
         }
     };
-    let days = days_from_civil(year, month, day);
+    let days = kyb_api::time::days_from_civil(year, month, day);
     Some(days * 86_400 + hour * 3600 + minute * 60 + second - offset)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]

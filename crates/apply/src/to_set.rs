@@ -13,8 +13,8 @@ use crate::fieldset::{self, Set};
 use crate::list_items;
 use crate::path::{self, Step};
 use crate::schema::{ListKind, Resolved, Scalar, TypeRef};
-use crate::value;
 use crate::walk::{self, WalkError};
+use kyb_api::gofmt;
 use serde_json::Value;
 
 /// The fields `v` sets, as a value of type `ty`. `strict` validates and refuses
@@ -125,16 +125,15 @@ impl<'v> Builder<'v> {
             | (Scalar::Numeric, Value::Number(_))
             | (Scalar::Boolean, Value::Bool(_))
             | (Scalar::Any, Value::String(_) | Value::Number(_) | Value::Bool(_)) => return,
-            (Scalar::Numeric, other) => format!(
-                "expected numeric (int or float), got {}",
-                value::go_type_name(other)
-            ),
+            (Scalar::Numeric, other) => {
+                format!("expected numeric (int or float), got {}", gofmt::t(other))
+            }
             (Scalar::String, other) => format!("expected string, got {}", go_sharp(other)),
             (Scalar::Boolean, other) => {
-                format!("expected boolean, got {}", value::go_wrapped(other))
+                format!("expected boolean, got {}", go_wrapped(other))
             }
             (Scalar::Any, other) => {
-                format!("expected any scalar, got {}", value::go_wrapped(other))
+                format!("expected any scalar, got {}", go_wrapped(other))
             }
         };
         self.error(&message);
@@ -152,7 +151,7 @@ impl<'v> Builder<'v> {
             Value::Null => return Ok(()),
             other => {
                 if self.strict {
-                    self.error(&format!("expected map, got {}", value::go_wrapped(other)));
+                    self.error(&format!("expected map, got {}", go_wrapped(other)));
                 } else if record {
                     self.record();
                 }
@@ -197,7 +196,7 @@ impl<'v> Builder<'v> {
             Value::Null => return Ok(()),
             other => {
                 if self.strict {
-                    self.error(&format!("expected list, got {}", value::go_wrapped(other)));
+                    self.error(&format!("expected list, got {}", go_wrapped(other)));
                 } else if record {
                     self.record();
                 }
@@ -242,42 +241,15 @@ impl<'v> Builder<'v> {
     }
 }
 
-/// Go's `%#v` of structured-merge-diff's wrapped value (`&value.valueUnstructured{Value:3}`).
-fn go_sharp(v: &Value) -> String {
-    let mut out = String::from("&value.valueUnstructured{Value:");
-    write_go_sharp(&mut out, v);
-    out.push('}');
-    out
+/// Go's `%v` of structured-merge-diff's wrapped value, a pointer to a struct holding the
+/// decoded value: `&{3}`, `&{map[a:b]}`.
+fn go_wrapped(v: &Value) -> String {
+    format!("&{{{}}}", gofmt::v(v))
 }
 
-fn write_go_sharp(out: &mut String, v: &Value) {
-    match v {
-        Value::String(s) => value::write_go_quoted(out, s),
-        Value::Array(items) => {
-            out.push_str("[]interface {}{");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_go_sharp(out, item);
-            }
-            out.push('}');
-        }
-        Value::Object(map) => {
-            out.push_str("map[string]interface {}{");
-            for (i, (k, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                value::write_go_quoted(out, k);
-                out.push(':');
-                write_go_sharp(out, item);
-            }
-            out.push('}');
-        }
-        Value::Null => out.push_str("interface {}(nil)"),
-        Value::Bool(_) | Value::Number(_) => out.push_str(&value::go_json(v)),
-    }
+/// Go's `%#v` of structured-merge-diff's wrapped value (`&value.valueUnstructured{Value:3}`).
+fn go_sharp(v: &Value) -> String {
+    format!("&value.valueUnstructured{{Value:{}}}", gofmt::sharp_v(v))
 }
 
 #[cfg(test)]
@@ -289,6 +261,16 @@ mod tests {
 
     fn deployment() -> TypeRef {
         TypeRef::root("io.k8s.api.apps.v1.Deployment")
+    }
+
+    #[test]
+    fn wrapped_values_print_like_go() {
+        assert_eq!(go_wrapped(&json!(3)), "&{3}");
+        assert_eq!(go_wrapped(&json!({"a": ["x", 1]})), "&{map[a:[x 1]]}");
+        assert_eq!(
+            go_sharp(&json!(["x", null])),
+            r#"&value.valueUnstructured{Value:[]interface {}{"x", interface {}(nil)}}"#
+        );
     }
 
     #[test]

@@ -2,13 +2,13 @@
 //!
 //! Field ownership compares values semantically (`1` equals `1.0`), orders list keys
 //! and set items by a fixed order of kinds (numbers, strings, booleans, lists, maps,
-//! null), serializes path elements as Go's `encoding/json` does (HTML characters
-//! escaped, keys sorted) and prints paths with Go's `%v`/`%q` conventions. All of these
-//! are iterative or bounded by the depth checks of the walkers that call them.
+//! null) and prints values in paths as structured-merge-diff's `value.ToString` does.
+//! How Go itself prints a value (`%v`, `%q`, `encoding/json`) is `kyb_api::gofmt`. All
+//! of these are iterative or bounded by the depth checks of the walkers that call them.
 
+use kyb_api::gofmt;
 use serde_json::{Number, Value};
 use std::cmp::Ordering;
-use std::fmt::Write as _;
 
 /// Deep equality where numbers compare by value (`1 == 1.0`), as structured-merge-diff
 /// compares leaves.
@@ -88,146 +88,13 @@ pub(crate) fn compare(a: &Value, b: &Value) -> Ordering {
     }
 }
 
-/// Appends `s` as a JSON string the way Go's `encoding/json` writes it: `<`, `>`, `&`,
-/// U+2028 and U+2029 are escaped, control characters use the short escapes Go knows.
-pub(crate) fn write_go_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
-/// Appends a number as Go's `encoding/json` writes a float64 or an integer.
-pub(crate) fn write_go_number(out: &mut String, n: &Number) {
-    if let Some(i) = n.as_i64() {
-        let _ = write!(out, "{i}");
-    } else if let Some(u) = n.as_u64() {
-        let _ = write!(out, "{u}");
-    } else {
-        let f = n.as_f64().unwrap_or(0.0);
-        out.push_str(&go_float(f, true));
-    }
-}
-
-/// A float64 as Go prints it: shortest round-trip digits, exponent form outside
-/// `[1e-6, 1e21)`. `json` selects `encoding/json`'s spelling (`1e-07`→`1e-7`), else `%v`.
-fn go_float(f: f64, json: bool) -> String {
-    let abs = f.abs();
-    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        let s = format!("{f:e}");
-        let (mantissa, exponent) = s.split_once('e').unwrap_or((&s, "0"));
-        let (sign, digits) = match exponent.strip_prefix('-') {
-            Some(d) => ('-', d),
-            None => ('+', exponent),
-        };
-        if json || digits.len() >= 2 {
-            format!("{mantissa}e{sign}{digits}")
-        } else {
-            format!("{mantissa}e{sign}0{digits}")
-        }
-    } else {
-        format!("{f}")
-    }
-}
-
-/// Appends `v` as compact JSON the way Go's `encoding/json` writes it (maps with sorted
-/// keys). Nesting is bounded by the caller's depth checks.
-pub(crate) fn write_go_json(out: &mut String, v: &Value) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => write_go_number(out, n),
-        Value::String(s) => write_go_string(out, s),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_json(out, item);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (k, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_go_string(out, k);
-                out.push(':');
-                write_go_json(out, item);
-            }
-            out.push('}');
-        }
-    }
-}
-
-/// `v` as compact Go-style JSON.
-pub(crate) fn go_json(v: &Value) -> String {
-    let mut out = String::new();
-    write_go_json(&mut out, v);
-    out
-}
-
-/// Appends `s` quoted the way Go's `%q` does (`strconv.Quote`).
-pub(crate) fn write_go_quoted(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
-
 /// structured-merge-diff's `value.ToString`, used in printed paths: strings quoted with
 /// `%q`, numbers and booleans with `%v`, lists in brackets, maps as `k=v` pairs.
 pub(crate) fn write_display(out: &mut String, v: &Value) {
     match v {
         Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                let _ = write!(out, "{i}");
-            } else if let Some(u) = n.as_u64() {
-                let _ = write!(out, "{u}");
-            } else {
-                out.push_str(&go_float(n.as_f64().unwrap_or(0.0), false));
-            }
-        }
-        Value::String(s) => write_go_quoted(out, s),
+        Value::Bool(_) | Value::Number(_) => gofmt::write_v(out, v),
+        Value::String(s) => gofmt::write_quoted(out, s),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -245,67 +112,6 @@ pub(crate) fn write_display(out: &mut String, v: &Value) {
                 write_display(out, item);
             }
         }
-    }
-}
-
-/// A value as Go's `%v` prints the unstructured form structured-merge-diff wraps
-/// (`&{3}`, `&{map[a:b]}`), for validation messages.
-pub(crate) fn go_wrapped(v: &Value) -> String {
-    let mut out = String::from("&{");
-    write_go_v(&mut out, v);
-    out.push('}');
-    out
-}
-
-fn write_go_v(out: &mut String, v: &Value) {
-    match v {
-        Value::Null => out.push_str("<nil>"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                let _ = write!(out, "{i}");
-            } else if let Some(u) = n.as_u64() {
-                let _ = write!(out, "{u}");
-            } else {
-                out.push_str(&go_float(n.as_f64().unwrap_or(0.0), false));
-            }
-        }
-        Value::String(s) => out.push_str(s),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                write_go_v(out, item);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push_str("map[");
-            for (i, (k, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(' ');
-                }
-                out.push_str(k);
-                out.push(':');
-                write_go_v(out, item);
-            }
-            out.push(']');
-        }
-    }
-}
-
-/// Go's `%T` of the unstructured form of a value.
-pub(crate) fn go_type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "<nil>",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float64",
-        Value::Number(_) => "int64",
-        Value::String(_) => "string",
-        Value::Array(_) => "[]interface {}",
-        Value::Object(_) => "map[string]interface {}",
     }
 }
 
@@ -380,34 +186,13 @@ mod tests {
     }
 
     #[test]
-    fn go_json_escapes_html_and_sorts_keys() {
-        assert_eq!(
-            go_json(&json!({"b": 1, "a": "<&>"})),
-            r#"{"a":"\u003c\u0026\u003e","b":1}"#
-        );
-        assert_eq!(go_json(&json!("tab\there\u{8}")), r#""tab\there\b""#);
-        assert_eq!(go_json(&json!(1.5)), "1.5");
-        assert_eq!(go_json(&json!(1e21)), "1e+21");
-        assert_eq!(go_json(&json!(1e-7)), "1e-7");
-    }
-
-    #[test]
     fn display_uses_go_verbs() {
         let mut s = String::new();
         write_display(&mut s, &json!("nginx"));
         write_display(&mut s, &json!(80));
         write_display(&mut s, &json!(["a", 1]));
-        assert_eq!(s, r#""nginx"80["a",1]"#);
-        let mut q = String::new();
-        write_go_quoted(&mut q, "a\"b\n\u{1}é");
-        assert_eq!(q, r#""a\"b\n\x01é""#);
-    }
-
-    #[test]
-    fn go_wrapped_prints_like_percent_v() {
-        assert_eq!(go_wrapped(&json!(3)), "&{3}");
-        assert_eq!(go_wrapped(&json!({"a": ["x", 1]})), "&{map[a:[x 1]]}");
-        assert_eq!(go_type_name(&json!("x")), "string");
+        write_display(&mut s, &json!({"k": 1e6, "q": "x\ny"}));
+        assert_eq!(s, r#""nginx"80["a",1]k=1e+06q="x\ny""#);
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub struct ServerArgs {
     /// Keep cluster state in this etcd cluster instead of the embedded store.
     #[arg(long, value_delimiter = ',', value_name = "URL,…")]
     pub etcd_endpoints: Vec<String>,
+
+    /// Bearer tokens accepted for users: CSV lines `token,user,uid[,"group1,group2"]`.
+    #[arg(long, value_name = "FILE")]
+    pub token_auth_file: Option<PathBuf>,
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 
 use crate::cli::ServerArgs;
 use anyhow::Context;
-use kyb_apiserver::{ApiServer, Config};
+use kyb_apiserver::auth::{Authenticator, TokenFile};
+use kyb_apiserver::{ApiServer, Config, Security};
+use kyb_pki::Pki;
 use kyb_storage::{
     DEFAULT_COMPACTION_INTERVAL, EmbeddedOptions, EmbeddedStore, EtcdStore, Store, run_compactor,
 };
@@ -41,21 +43,44 @@ pub async fn run(args: ServerArgs, data_dir: Option<PathBuf>) -> anyhow::Result<
         max_requests_in_flight: args.max_requests_inflight.max(1),
         ..Config::default()
     };
-    let apiserver = ApiServer::start(store.clone(), config)
+    let pki_dir = data_dir.join("pki");
+    let pki = Pki::load_or_create(&pki_dir, &kyb_apiserver::serving_names(&config))
+        .with_context(|| format!("preparing certificates in {}", pki_dir.display()))?;
+    let admin = pki
+        .client("admin", "kubernetes-admin", &["system:masters"])
+        .context("issuing the admin certificate")?;
+    let tokens = match &args.token_auth_file {
+        Some(path) => TokenFile::load(path).map_err(anyhow::Error::msg)?,
+        None => TokenFile::default(),
+    };
+    let security = Security {
+        tls: kyb_pki::tls::server_config(pki.serving(), pki.ca_pem()).context("configuring TLS")?,
+        authenticator: Authenticator { tokens },
+    };
+    let apiserver = ApiServer::start(store.clone(), config, security)
         .await
         .context("starting the API server")?;
     let kubeconfig = data_dir.join("kubeconfig.yaml");
     let backend = store.backend();
     let ready = |address: SocketAddr| {
-        let url = format!("http://{}", client_address(args.bind_address, address));
-        match kyb_apiserver::kubeconfig::write(&kubeconfig, &url) {
-            Ok(()) => tracing::info!(
+        let url = format!("https://{}", client_address(args.bind_address, address));
+        let contents = kyb_pki::kubeconfig::render(
+            &url,
+            pki.ca_pem(),
+            "admin",
+            &kyb_pki::kubeconfig::User::Certificate(&admin),
+        );
+        match kyb_pki::kubeconfig::write(&kubeconfig, &contents) {
+            Ok(()) => {
+                tracing::info!(
                 address = %address,
                 store = backend,
                 kubeconfig = %kubeconfig.display(),
                 took = ?started.elapsed(),
                 "kyb server ready"
-            ),
+                );
+                println!("export KUBECONFIG={}", kubeconfig.display());
+            }
             Err(error) => {
                 tracing::error!(%error, path = %kubeconfig.display(), "cannot write the kubeconfig")
             }

@@ -14,7 +14,6 @@
 //! nested more than [`MAX_DEPTH`] levels are refused before anything recurses into them.
 
 mod error;
-mod go_format;
 pub mod json_patch;
 pub mod merge_patch;
 mod nesting;

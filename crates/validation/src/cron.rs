@@ -2,6 +2,8 @@
 //! names, ranges, steps, `?`, and the `@hourly`-style descriptors including `@every`),
 //! with the error messages of the parser Kubernetes uses.
 
+use kyb_api::gofmt;
+
 /// Allowed range and names of one field.
 struct Bounds {
     min: u32,
@@ -66,7 +68,7 @@ fn atoi(s: &str) -> Result<u32, String> {
     let syntax = || {
         format!(
             "failed to parse int from {s}: strconv.Atoi: parsing {}: invalid syntax",
-            crate::error::go_quote(s)
+            gofmt::quote(s)
         )
     };
     let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
@@ -78,12 +80,12 @@ fn atoi(s: &str) -> Result<u32, String> {
         Ok(n) => u32::try_from(n).map_err(|_| {
             format!(
                 "failed to parse int from {s}: strconv.Atoi: parsing {}: value out of range",
-                crate::error::go_quote(s)
+                gofmt::quote(s)
             )
         }),
         Err(_) => Err(format!(
             "failed to parse int from {s}: strconv.Atoi: parsing {}: value out of range",
-            crate::error::go_quote(s)
+            gofmt::quote(s)
         )),
     }
 }
@@ -154,7 +156,7 @@ fn parse_range(expr: &str, b: &Bounds) -> Result<(), String> {
 
 /// Go's `time.ParseDuration`, just enough to validate.
 fn parse_duration(s: &str) -> Result<(), String> {
-    let bad = || format!("time: invalid duration {}", crate::error::go_quote(s));
+    let bad = || format!("time: invalid duration {}", gofmt::quote(s));
     let mut rest = s.strip_prefix(['+', '-']).unwrap_or(s);
     if rest == "0" {
         return Ok(());
@@ -178,14 +180,14 @@ fn parse_duration(s: &str) -> Result<(), String> {
         if unit.is_empty() {
             return Err(format!(
                 "time: missing unit in duration {}",
-                crate::error::go_quote(s)
+                gofmt::quote(s)
             ));
         }
         if !matches!(unit, "ns" | "us" | "µs" | "μs" | "ms" | "s" | "m" | "h") {
             return Err(format!(
                 "time: unknown unit {} in duration {}",
-                crate::error::go_quote(unit),
-                crate::error::go_quote(s)
+                gofmt::quote(unit),
+                gofmt::quote(s)
             ));
         }
         rest = rest.get(unit_len..).unwrap_or_default();

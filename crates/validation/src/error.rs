@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use kyb_api::gofmt;
 use serde_json::Value;
 
 use crate::path::Path;
@@ -111,7 +112,7 @@ impl FieldError {
         let detail = if supported.is_empty() {
             String::new()
         } else {
-            let quoted: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
+            let quoted: Vec<String> = supported.iter().map(|s| gofmt::quote(s)).collect();
             format!("supported values: {}", quoted.join(", "))
         };
         Self::new(ErrorKind::NotSupported, path, Some(value.into()), detail)
@@ -179,7 +180,7 @@ pub fn invalid_message(group: &str, kind: &str, name: &str, errors: &[FieldError
         .map(ToString::to_string)
         .filter(|m| seen.insert(m.clone()))
         .collect();
-    let name = go_quote(name);
+    let name = gofmt::quote(name);
     match messages.len() {
         0 => format!("{qualified} {name} is invalid"),
         1 => format!("{qualified} {name} is invalid: {}", messages.concat()),
@@ -187,15 +188,15 @@ pub fn invalid_message(group: &str, kind: &str, name: &str, errors: &[FieldError
     }
 }
 
-/// Renders a bad value the way Go's `fmt` does for the types Kubernetes passes: strings
-/// quoted, numbers and booleans bare, string maps and lists in Go syntax, anything else as
-/// JSON.
+/// Renders a bad value the way `field.Error` does for the Go types Kubernetes passes:
+/// strings with `%q`, numbers and booleans with `%v`, string maps and string lists in Go
+/// syntax (`%#v` of a `map[string]string` or `[]string`), null as `null`, and anything
+/// else as JSON.
 pub(crate) fn render_value(value: &Value) -> String {
     match value {
         Value::Null => "null".to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => go_quote(s),
+        Value::Bool(_) | Value::Number(_) => gofmt::v(value),
+        Value::String(s) => gofmt::quote(s),
         Value::Object(map) if map.values().all(Value::is_string) => {
             let mut entries: Vec<(&String, &str)> = map
                 .iter()
@@ -204,52 +205,19 @@ pub(crate) fn render_value(value: &Value) -> String {
             entries.sort();
             let inner: Vec<String> = entries
                 .iter()
-                .map(|(k, v)| format!("{}:{}", go_quote(k), go_quote(v)))
+                .map(|(k, v)| format!("{}:{}", gofmt::quote(k), gofmt::quote(v)))
                 .collect();
             format!("map[string]string{{{}}}", inner.join(", "))
         }
         Value::Array(items) if items.iter().all(Value::is_string) => {
             let inner: Vec<String> = items
                 .iter()
-                .map(|v| go_quote(v.as_str().unwrap_or_default()))
+                .map(|v| gofmt::quote(v.as_str().unwrap_or_default()))
                 .collect();
             format!("[]string{{{}}}", inner.join(", "))
         }
         other => other.to_string(),
     }
-}
-
-/// Quotes a string as Go's `%q` does.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\u{07}' => out.push_str("\\a"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            '\u{0b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() => {
-                let code = c as u32;
-                if code <= 0xffff {
-                    out.push_str(&format!("\\u{code:04x}"));
-                } else {
-                    out.push_str(&format!("\\U{code:08x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]
@@ -315,12 +283,6 @@ mod tests {
             e.to_string(),
             "spec.rules: Too many: 5: must have at most 4 items"
         );
-    }
-
-    #[test]
-    fn go_quote_escapes() {
-        assert_eq!(go_quote("a\"b\n\u{1}"), r#""a\"b\n\x01""#);
-        assert_eq!(go_quote("é"), "\"é\"");
     }
 
     #[test]

@@ -49,13 +49,13 @@ impl Cluster {
         self.dir.path().join("kubeconfig.yaml")
     }
 
-    /// A raw HTTP request to the server: (status code, body).
+    /// A raw HTTP request to the server as the admin: (status code, body).
     pub fn http(&self, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, String) {
         let (code, _, body) = self.http_with_headers(method, path, content_type, body);
         (code, body)
     }
 
-    /// A raw HTTP request to the server: (status code, response head, body).
+    /// A raw HTTP request to the server as the admin: (status code, response head, body).
     pub fn http_with_headers(
         &self,
         method: &str,
@@ -63,18 +63,38 @@ impl Cluster {
         content_type: &str,
         body: &[u8],
     ) -> (u16, String, String) {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        stream.set_read_timeout(Some(DEADLINE)).unwrap();
-        let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        self.http_as(
+            Who::Admin,
+            method,
+            path,
+            &[("Content-Type", content_type)],
+            body,
+        )
+    }
+
+    /// A raw HTTP request as `who`, with extra headers: (status code, response head, body).
+    pub fn http_as(
+        &self,
+        who: Who<'_>,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> (u16, String, String) {
+        let mut request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n",
             body.len()
         );
-        stream.write_all(head.as_bytes()).unwrap();
-        stream.write_all(body).unwrap();
-        let mut response = Vec::new();
-        let _ = stream.read_to_end(&mut response);
-        let response = String::from_utf8_lossy(&response).into_owned();
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        if let Who::Token(token) = who {
+            request.push_str(&format!("Authorization: Bearer {token}\r\n"));
+        }
+        request.push_str("\r\n");
+        let mut bytes = request.into_bytes();
+        bytes.extend_from_slice(body);
+        let response = self.connector(who).send(&bytes);
         let code = response
             .split(' ')
             .nth(1)
@@ -82,6 +102,23 @@ impl Cluster {
             .unwrap_or(0);
         let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
         (code, head.to_string(), body.to_string())
+    }
+
+    /// What opens TLS connections to the server as `who` (certificates from the data dir).
+    pub fn connector(&self, who: Who<'_>) -> Connector {
+        let pki = self.dir.path().join("pki");
+        let read = |file: &str| std::fs::read_to_string(pki.join(file)).unwrap();
+        let identity = match who {
+            Who::Admin => Some(kyb_pki::Credentials {
+                cert_pem: read("admin.crt"),
+                key_pem: read("admin.key"),
+            }),
+            Who::Anonymous | Who::Token(_) => None,
+        };
+        Connector {
+            config: kyb_pki::tls::client_config(&read("ca.crt"), identity.as_ref()).unwrap(),
+            port: self.port,
+        }
     }
 
     /// Stops the server and hands back its data dir.
@@ -149,6 +186,42 @@ impl Cluster {
         let path = self.dir.path().join(name);
         std::fs::write(&path, contents).unwrap();
         path
+    }
+}
+
+/// Who a raw request is sent as.
+#[derive(Clone, Copy)]
+pub enum Who<'a> {
+    /// The admin client certificate (`system:masters`).
+    Admin,
+    /// No credentials at all.
+    Anonymous,
+    /// A bearer token.
+    Token(&'a str),
+}
+
+/// Opens TLS connections to the server with one identity.
+#[derive(Clone)]
+pub struct Connector {
+    config: std::sync::Arc<rustls::ClientConfig>,
+    port: u16,
+}
+
+impl Connector {
+    /// Sends raw request bytes on a new connection and reads the response to its end
+    /// (or to a read error, such as the deadline).
+    pub fn send(&self, request: &[u8]) -> String {
+        use std::io::{Read, Write};
+        let socket = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        socket.set_read_timeout(Some(DEADLINE)).unwrap();
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let connection = rustls::ClientConnection::new(self.config.clone(), name).unwrap();
+        let mut stream = rustls::StreamOwned::new(connection, socket);
+        stream.write_all(request).unwrap();
+        stream.flush().unwrap();
+        let mut response = Vec::new();
+        let _ = stream.read_to_end(&mut response);
+        String::from_utf8_lossy(&response).into_owned()
     }
 }
 

@@ -1,7 +1,7 @@
 //! Bad requests over plain HTTP: every failure is a `Status` with the right code and
 //! reason, and nothing half-written is left behind.
 
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, Who};
 use serde_json::Value;
 
 fn status(body: &str) -> Value {
@@ -160,13 +160,7 @@ fn unknown_paths_methods_and_media_types() {
 #[test]
 fn protobuf_only_clients_get_406() {
     let cluster = Cluster::start();
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", cluster.port)).unwrap();
-    stream
-        .write_all(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nAccept: application/vnd.kubernetes.protobuf\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    let response = cluster.connector(Who::Admin).send(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nAccept: application/vnd.kubernetes.protobuf\r\nConnection: close\r\n\r\n");
     assert!(response.starts_with("HTTP/1.1 406"), "{response}");
 }
 
@@ -183,17 +177,11 @@ fn too_many_requests_in_flight_get_429() {
     let stop = Arc::new(AtomicBool::new(false));
     let slow: Vec<_> = (0..2)
         .map(|_| {
-            let (port, stop) = (cluster.port, stop.clone());
+            let (connector, stop) = (cluster.connector(Who::Admin), stop.clone());
             std::thread::spawn(move || {
                 let mut answers = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
-                    use std::io::{Read, Write};
-                    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-                    stream
-                        .write_all(b"GET /api/v1/namespaces/default/configmaps/x?resourceVersion=999999 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                        .unwrap();
-                    let mut response = String::new();
-                    let _ = stream.read_to_string(&mut response);
+                    let response = connector.send(b"GET /api/v1/namespaces/default/configmaps/x?resourceVersion=999999 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
                     answers.push(response.get(..12).unwrap_or_default().to_string());
                 }
                 answers

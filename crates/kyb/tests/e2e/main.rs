@@ -9,4 +9,5 @@ mod cluster;
 mod http;
 mod kubectl;
 mod patch;
+mod security;
 mod workflows;

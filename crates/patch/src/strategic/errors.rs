@@ -3,7 +3,7 @@
 //! Kubernetes does not classify and answers as `500` with its text.
 
 use crate::PatchError;
-use crate::go_format;
+use kyb_api::gofmt;
 use serde_json::{Map, Value};
 
 pub(super) fn bad_json_doc() -> PatchError {
@@ -43,7 +43,7 @@ pub(super) fn list_of_lists() -> PatchError {
 pub(super) fn no_merge_key(item: &Value, key: &str) -> PatchError {
     PatchError::Unknown(format!(
         "map: {} does not contain declared merge key: {key}",
-        go_format::value(item)
+        gofmt::v(item)
     ))
 }
 
@@ -51,18 +51,19 @@ pub(super) fn no_merge_key(item: &Value, key: &str) -> PatchError {
 pub(super) fn bad_arg_type(expected: &str, actual: &Value) -> PatchError {
     PatchError::Unknown(format!(
         "expected a {expected}, but received a {}",
-        go_format::type_name(actual)
+        // Go prints `%s` of `reflect.TypeOf(actual)`, the nil `reflect.Type` for null.
+        gofmt::type_name(actual).unwrap_or(gofmt::NIL_S)
     ))
 }
 
-pub(super) const LIST: &str = "[]interface {}";
-pub(super) const MAP: &str = "map[string]interface {}";
+pub(super) const LIST: &str = gofmt::SLICE_TYPE;
+pub(super) const MAP: &str = gofmt::MAP_TYPE;
 
 pub(super) fn bad_patch_type(directive: &Value, map: &Map<String, Value>) -> PatchError {
     PatchError::Unknown(format!(
         "unknown patch type: {} in map: {}",
-        go_format::string_verb(directive),
-        go_format::value(&Value::Object(map.clone()))
+        gofmt::s(directive),
+        gofmt::v(&Value::Object(map.clone()))
     ))
 }
 
@@ -81,7 +82,7 @@ pub(super) fn mixed_elements(original: &[Value], patch: &[Value]) -> PatchError 
     ]);
     PatchError::Unknown(format!(
         "list element types are not identical: {}",
-        go_format::value(&both)
+        gofmt::v(&both)
     ))
 }
 
@@ -92,8 +93,8 @@ pub(super) fn no_elements() -> PatchError {
 pub(super) fn order_mismatch(patch_list: &[Value], order: &[Value]) -> PatchError {
     PatchError::Unknown(format!(
         "the order in patch list:\n{}\n doesn't match $setElementOrder list:\n{}",
-        go_format::value(&Value::Array(patch_list.to_vec())),
-        go_format::value(&Value::Array(order.to_vec()))
+        gofmt::v(&Value::Array(patch_list.to_vec())),
+        gofmt::v(&Value::Array(order.to_vec()))
     ))
 }
 

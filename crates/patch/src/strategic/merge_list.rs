@@ -17,7 +17,7 @@ use super::merge_map::merge_map;
 use super::order;
 use super::schema::Field;
 use crate::PatchError;
-use crate::go_format;
+use kyb_api::gofmt;
 use order::id_key;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
@@ -49,7 +49,7 @@ pub(super) fn kind(value: &Value) -> Kind {
     match value {
         Value::Null => Kind::Null,
         Value::Bool(_) => Kind::Bool,
-        Value::Number(n) if go_format::is_float(n) => Kind::Float,
+        Value::Number(n) if gofmt::is_float(n) => Kind::Float,
         Value::Number(_) => Kind::Int,
         Value::String(_) => Kind::String,
         Value::Array(_) => Kind::List,

@@ -577,7 +577,7 @@ pub(crate) fn validate_pod_annotations(meta: &Value, spec: &Value, path: &Path) 
                     *v,
                     format!(
                         "invalid AppArmor profile name: {}",
-                        crate::error::go_quote(v)
+                        kyb_api::gofmt::quote(v)
                     ),
                 ));
             }

@@ -500,7 +500,7 @@ fn validate_ephemeral(
             errs.push(FieldError::invalid(
                 &vol_path.child("name"),
                 vol_name,
-                format!("PVC name {}: {m}", crate::error::go_quote(&pvc)),
+                format!("PVC name {}: {m}", kyb_api::gofmt::quote(&pvc)),
             ));
         }
     }

@@ -49,7 +49,7 @@ fn validate_api_service(api: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
             name,
             format!(
                 "must be `spec.version+\".\"+spec.group`: {}",
-                crate::error::go_quote(&required)
+                kyb_api::gofmt::quote(&required)
             ),
         ));
     }

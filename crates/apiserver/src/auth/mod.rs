@@ -1,0 +1,10 @@
+//! Who is asking, and may they: authentication (client certificates, bearer tokens,
+//! anonymous) and authorization of each request, before it reaches the REST engine.
+
+mod authn;
+mod authz;
+mod tokens;
+
+pub use authn::{Authenticator, User};
+pub use authz::{Attributes, authorize};
+pub use tokens::TokenFile;

@@ -1,0 +1,191 @@
+//! Security at the door: TLS only, the generated credentials, authentication (client
+//! certificates, bearer tokens, anonymous) and the answers to the unauthenticated and the
+//! unauthorized.
+
+use crate::cluster::{Cluster, Who};
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+
+fn status(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("not a Status ({e}): {body}"))
+}
+
+#[test]
+fn plain_http_and_strangers_are_refused() {
+    let cluster = Cluster::start();
+    // Plain HTTP gets no HTTP answer.
+    use std::io::{Read, Write};
+    let mut plain = std::net::TcpStream::connect(("127.0.0.1", cluster.port)).unwrap();
+    plain
+        .set_read_timeout(Some(crate::cluster::DEADLINE))
+        .unwrap();
+    plain
+        .write_all(b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = plain.read_to_end(&mut answer);
+    assert!(
+        !answer.starts_with(b"HTTP/"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+
+    // A client trusting another CA refuses the server; a certificate from another CA is
+    // refused by the server.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let other = kyb_pki::Pki::load_or_create(elsewhere.path(), &kyb_pki::Sans::default()).unwrap();
+    let stranger = other
+        .client("admin", "kubernetes-admin", &["system:masters"])
+        .unwrap();
+    let ca = std::fs::read_to_string(cluster.dir.path().join("pki/ca.crt")).unwrap();
+    for config in [
+        kyb_pki::tls::client_config(other.ca_pem(), None).unwrap(),
+        kyb_pki::tls::client_config(&ca, Some(&stranger)).unwrap(),
+    ] {
+        let socket = std::net::TcpStream::connect(("127.0.0.1", cluster.port)).unwrap();
+        socket
+            .set_read_timeout(Some(crate::cluster::DEADLINE))
+            .unwrap();
+        let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let mut stream =
+            rustls::StreamOwned::new(rustls::ClientConnection::new(config, name).unwrap(), socket);
+        let sent = stream
+            .write_all(b"GET /version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .and_then(|()| stream.flush());
+        let mut response = Vec::new();
+        let read = stream.read_to_end(&mut response);
+        assert!(
+            sent.is_err() || read.is_err() || response.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&response)
+        );
+    }
+
+    // kubectl with a kubeconfig naming another CA fails.
+    let kubeconfig = std::fs::read_to_string(cluster.kubeconfig()).unwrap();
+    let forged = kubeconfig.replace(
+        kubeconfig
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("certificate-authority-data: "))
+            .unwrap(),
+        &base64_of(other.ca_pem()),
+    );
+    let path = cluster.write_file("forged.yaml", &forged);
+    let output = std::process::Command::new("kubectl")
+        .args(["--kubeconfig", path.to_str().unwrap(), "get", "namespaces"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("certificate"),
+        "{output:?}"
+    );
+}
+
+fn base64_of(text: &str) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in text.as_bytes().chunks(3) {
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn credentials_are_generated_once_and_private() {
+    let cluster = Cluster::start();
+    let pki = cluster.dir.path().join("pki");
+    let ca = std::fs::read_to_string(pki.join("ca.crt")).unwrap();
+    let kubeconfig = cluster.kubeconfig();
+    let mode = std::fs::metadata(&kubeconfig).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let text = std::fs::read_to_string(&kubeconfig).unwrap();
+    assert!(
+        text.contains(&format!("server: https://127.0.0.1:{}", cluster.port)),
+        "{text}"
+    );
+    for file in ["ca.key", "server.key", "admin.key", "service-account.key"] {
+        let mode = std::fs::metadata(pki.join(file))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{file}");
+    }
+    // The server prints how to use the kubeconfig.
+    assert!(
+        cluster
+            .process
+            .output()
+            .contains(&format!("export KUBECONFIG={}", kubeconfig.display())),
+        "{}",
+        cluster.process.output()
+    );
+    // A restart reuses everything.
+    let dir = cluster.stop();
+    let cluster = Cluster::start_in(dir);
+    assert_eq!(std::fs::read_to_string(pki.join("ca.crt")).unwrap(), ca);
+    cluster.kubectl_ok(&["get", "namespaces"]);
+}
+
+#[test]
+fn anonymous_tokens_and_certificates() {
+    let dir = kyb_testkit::temp_dir("cluster").unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, "# users\nsecret-alice,alice,1001,\"dev,ops\"\n").unwrap();
+    let cluster = Cluster::start_with(dir, &["--token-auth-file", tokens.to_str().unwrap()]);
+
+    // Anonymous: health and version only.
+    for path in ["/healthz", "/livez", "/readyz", "/version"] {
+        let (code, _, body) = cluster.http_as(Who::Anonymous, "GET", path, &[], b"");
+        assert_eq!(code, 200, "{path}: {body}");
+    }
+    let (code, _, body) = cluster.http_as(Who::Anonymous, "GET", "/api/v1/namespaces", &[], b"");
+    assert_eq!(code, 403, "{body}");
+    let body = status(&body);
+    assert_eq!(body["reason"], "Forbidden");
+    assert_eq!(
+        body["message"],
+        r#"namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" in API group "" at the cluster scope"#
+    );
+    let (code, _, body) = cluster.http_as(Who::Anonymous, "GET", "/api", &[], b"");
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        status(&body)["message"],
+        r#"forbidden: User "system:anonymous" cannot get path "/api""#
+    );
+
+    // A token nobody issued: 401, whatever the path.
+    for path in ["/api/v1/namespaces", "/healthz"] {
+        let (code, _, body) = cluster.http_as(Who::Token("wrong"), "GET", path, &[], b"");
+        assert_eq!(code, 401, "{body}");
+        assert_eq!(status(&body)["reason"], "Unauthorized");
+    }
+    // A token from the file authenticates its user (who holds no permissions yet).
+    let (code, _, body) = cluster.http_as(
+        Who::Token("secret-alice"),
+        "GET",
+        "/api/v1/namespaces/default/pods",
+        &[],
+        b"",
+    );
+    assert_eq!(code, 403, "{body}");
+    assert_eq!(
+        status(&body)["message"],
+        r#"pods is forbidden: User "alice" cannot list resource "pods" in API group "" in the namespace "default""#
+    );
+    // The admin certificate may do anything.
+    let (code, _, _) = cluster.http_as(Who::Admin, "GET", "/api/v1/namespaces", &[], b"");
+    assert_eq!(code, 200);
+}
