@@ -1,6 +1,6 @@
 # The two set-up commands (see README.md) are `make up` and `make test`.
 
-DEBIAN_PACKAGES := etcd-server etcd-client protobuf-compiler
+DEBIAN_PACKAGES := etcd-server etcd-client protobuf-compiler libprotobuf-dev
 
 .PHONY: deps build up down test lint bench
 

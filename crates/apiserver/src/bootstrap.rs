@@ -1,7 +1,8 @@
 //! What exists in every cluster from the first start: the namespaces `default`,
 //! `kube-system`, `kube-public` and `kube-node-lease`, and the `kubernetes` service in
 //! `default` (the first ClusterIP) with its Endpoints and EndpointSlice pointing at this
-//! API server.
+//! API server; and the default RBAC roles and bindings (created when missing; the
+//! aggregated ClusterRoles `admin`, `edit`, `view` with their aggregated rules filled in).
 
 use crate::rest;
 use crate::server::Server;
@@ -70,6 +71,7 @@ async fn try_run(server: &Server) -> Result<(), kyb_api::Status> {
         "ports": ports,
     });
     rest::ensure(server, find("", "v1", "services")?, service, true).await?;
+    rbac_policy(server).await?;
     // Where the API server can be reached from pods: worth a warning, not a refusal to serve.
     for (object, resource) in [
         (endpoints, find("", "v1", "endpoints")?),
@@ -77,6 +79,41 @@ async fn try_run(server: &Server) -> Result<(), kyb_api::Status> {
     ] {
         if let Err(error) = rest::ensure(server, resource, object, true).await {
             tracing::warn!(%error, "cannot publish the kubernetes service's endpoints");
+        }
+    }
+    Ok(())
+}
+
+/// The bootstrap RBAC policy, each object created if it does not exist.
+async fn rbac_policy(server: &Server) -> Result<(), kyb_api::Status> {
+    const GROUP: &str = "rbac.authorization.k8s.io";
+    let find = |plural| {
+        registry::find(GROUP, "v1", plural)
+            .ok_or_else(|| kyb_api::Status::internal(format!("{plural} is not registered")))
+    };
+    let mut cluster_roles = kyb_rbac::bootstrap::cluster_roles();
+    let aggregated = kyb_rbac::aggregation::aggregate_cluster_roles(&cluster_roles);
+    for role in &mut cluster_roles {
+        let name = kyb_api::meta::name(role).unwrap_or_default().to_string();
+        if let (Some(Ok(rules)), Some(fields)) = (aggregated.get(&name), role.as_object_mut())
+            && kyb_rbac::aggregation::is_aggregated(&Value::Object(fields.clone()))
+        {
+            fields.insert("rules".into(), kyb_rbac::PolicyRule::list_to_json(rules));
+        }
+    }
+    let sets = [
+        ("clusterroles", cluster_roles),
+        (
+            "clusterrolebindings",
+            kyb_rbac::bootstrap::cluster_role_bindings(),
+        ),
+        ("roles", kyb_rbac::bootstrap::roles()),
+        ("rolebindings", kyb_rbac::bootstrap::role_bindings()),
+    ];
+    for (plural, objects) in sets {
+        let def = find(plural)?;
+        for object in objects {
+            ignore_exists(rest::ensure(server, def, object, false).await)?;
         }
     }
     Ok(())

@@ -93,6 +93,7 @@ pub struct Server {
     pub service_allocation: Mutex<()>,
     pub openapi: Arc<kyb_openapi::Documents>,
     pub authenticator: Authenticator,
+    pub rbac: Arc<auth::Rbac>,
     inflight: Arc<Semaphore>,
 }
 
@@ -124,6 +125,7 @@ impl ApiServer {
             .map_err(|source| StartError::Bind { address, source })?;
         let cache = WatchCache::start(store.clone()).await?;
         let advertise_address = advertise_address(&config);
+        let rbac = auth::Rbac::start(&cache);
         let server = Arc::new(Server {
             store,
             cache,
@@ -133,6 +135,7 @@ impl ApiServer {
             service_allocation: Mutex::new(()),
             openapi: Arc::new(crate::openapi::documents()),
             authenticator: security.authenticator,
+            rbac,
             inflight: Arc::new(Semaphore::new(config.max_requests_in_flight)),
             config,
         });
@@ -284,7 +287,7 @@ async fn handle(
             path: parts.uri.path(),
         },
     };
-    if let Err(status) = auth::authorize(&user, &attributes) {
+    if let Err(status) = auth::authorize(&server.rbac, &user, &attributes) {
         tracing::debug!(user = %user.name, path = %parts.uri.path(), "forbidden");
         return Ok(response::error(&status));
     }

@@ -72,14 +72,15 @@ pub async fn run(args: ServerArgs, data_dir: Option<PathBuf>) -> anyhow::Result<
         );
         match kyb_pki::kubeconfig::write(&kubeconfig, &contents) {
             Ok(()) => {
-                tracing::info!(
-                address = %address,
-                store = backend,
-                kubeconfig = %kubeconfig.display(),
-                took = ?started.elapsed(),
-                "kyb server ready"
-                );
+                // Printed before the readiness line, which scripts and tests wait for.
                 println!("export KUBECONFIG={}", kubeconfig.display());
+                tracing::info!(
+                    address = %address,
+                    store = backend,
+                    kubeconfig = %kubeconfig.display(),
+                    took = ?started.elapsed(),
+                    "kyb server ready"
+                );
             }
             Err(error) => {
                 tracing::error!(%error, path = %kubeconfig.display(), "cannot write the kubeconfig")

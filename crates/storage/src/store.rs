@@ -61,9 +61,10 @@ pub struct WatchStream {
 }
 
 impl WatchStream {
-    /// A stream and the sender its producer feeds; the producer stops when the stream is
+    /// A stream and the sender its producer feeds (backends, and decorators that transform
+    /// another store's events); the producer stops when the stream is
     /// dropped (its sends fail and `closed()` resolves).
-    pub(crate) fn channel() -> (mpsc::Sender<Result<Event>>, Self) {
+    pub fn channel() -> (mpsc::Sender<Result<Event>>, Self) {
         let (tx, rx) = mpsc::channel(WATCH_BUFFER);
         (tx, Self { events: rx })
     }

@@ -1,9 +1,10 @@
 //! Authorization: may this user do this? Members of `system:masters` may do anything (as
-//! in Kubernetes, before any authorizer is asked); anyone may read the health and version
-//! endpoints; every other request is refused with `403 Forbidden` and Kubernetes' wording
-//! until role-based rules decide it.
+//! in Kubernetes, before any authorizer is asked); everything else is RBAC's decision
+//! (the bootstrap policy lets everyone read the health and version endpoints, and
+//! authenticated users discovery). A refusal is `403 Forbidden` in Kubernetes' words.
 
 use super::authn::User;
+use super::rbac::Rbac;
 use crate::request::ResourceRequest;
 use kyb_api::Status;
 
@@ -13,59 +14,45 @@ pub enum Attributes<'a> {
     NonResource { verb: &'static str, path: &'a str },
 }
 
-/// Paths anyone may `get`, as the `system:public-info-viewer` role grants them.
-const PUBLIC_PATHS: &[&str] = &["/healthz", "/livez", "/readyz", "/version"];
-
-fn public(path: &str) -> bool {
-    PUBLIC_PATHS.iter().any(|p| {
-        path == *p
-            || path
-                .strip_prefix(p)
-                .is_some_and(|rest| rest.starts_with('/'))
-    })
-}
-
-pub fn authorize(user: &User, attributes: &Attributes<'_>) -> Result<(), Status> {
+pub fn authorize(rbac: &Rbac, user: &User, attributes: &Attributes<'_>) -> Result<(), Status> {
     if user.in_group("system:masters") {
         return Ok(());
     }
-    match attributes {
-        Attributes::NonResource { verb: "get", path } if public(path) => Ok(()),
-        Attributes::NonResource { verb, path } => Err(Status::forbidden(format!(
-            "forbidden: User {:?} cannot {verb} path {path:?}",
-            user.name
-        ))),
-        Attributes::Resource(request) => Err(forbidden(user, request)),
+    let asked = match attributes {
+        Attributes::NonResource { verb, path } => {
+            kyb_rbac::Attributes::non_resource(&user.name, &user.groups, verb, path)
+        }
+        Attributes::Resource(request) => {
+            let mut asked = kyb_rbac::Attributes::resource(
+                &user.name,
+                &user.groups,
+                request.verb.as_str(),
+                &request.group,
+                &request.resource,
+                request.namespace.as_deref().unwrap_or_default(),
+            );
+            if let Some(name) = &request.name {
+                asked = asked.with_name(name);
+            }
+            if let Some(subresource) = &request.subresource {
+                asked = asked.with_subresource(subresource);
+            }
+            asked
+        }
+    };
+    let decision = rbac.authorize(&asked);
+    if decision.is_allowed() {
+        return Ok(());
     }
-}
-
-/// Kubernetes' 403 for a resource request: `pods is forbidden: User "bob" cannot list
-/// resource "pods" in API group "" in the namespace "default"`.
-fn forbidden(user: &User, request: &ResourceRequest) -> Status {
-    let resource = match &request.subresource {
-        Some(sub) => format!("{}/{sub}", request.resource),
-        None => request.resource.clone(),
-    };
-    let subject = match &request.name {
-        Some(name) => format!("{resource} {name:?}"),
-        None => resource.clone(),
-    };
-    let scope = match &request.namespace {
-        Some(ns) => format!(" in the namespace {ns:?}"),
-        None => " at the cluster scope".to_string(),
-    };
-    let mut status = Status::forbidden(format!(
-        "{subject} is forbidden: User {:?} cannot {} resource {resource:?} in API group {:?}{scope}",
-        user.name,
-        request.verb.as_str(),
-        request.group,
-    ));
-    let mut details = serde_json::Map::new();
-    if let Some(name) = &request.name {
-        details.insert("name".into(), name.clone().into());
+    let mut status = Status::forbidden(asked.forbidden_message(decision.reason()));
+    if let Attributes::Resource(request) = attributes {
+        let mut details = serde_json::Map::new();
+        if let Some(name) = &request.name {
+            details.insert("name".into(), name.clone().into());
+        }
+        details.insert("group".into(), request.group.clone().into());
+        details.insert("kind".into(), request.resource.clone().into());
+        status.details = Some(serde_json::Value::Object(details));
     }
-    details.insert("group".into(), request.group.clone().into());
-    details.insert("kind".into(), request.resource.clone().into());
-    status.details = Some(serde_json::Value::Object(details));
-    status
+    Err(status)
 }

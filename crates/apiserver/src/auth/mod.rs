@@ -3,8 +3,10 @@
 
 mod authn;
 mod authz;
+mod rbac;
 mod tokens;
 
 pub use authn::{Authenticator, User};
 pub use authz::{Attributes, authorize};
+pub use rbac::Rbac;
 pub use tokens::TokenFile;

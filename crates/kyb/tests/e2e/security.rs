@@ -105,7 +105,7 @@ fn base64_of(text: &str) -> String {
 
 #[test]
 fn credentials_are_generated_once_and_private() {
-    let cluster = Cluster::start();
+    let mut cluster = Cluster::start();
     let pki = cluster.dir.path().join("pki");
     let ca = std::fs::read_to_string(pki.join("ca.crt")).unwrap();
     let kubeconfig = cluster.kubeconfig();
@@ -123,15 +123,12 @@ fn credentials_are_generated_once_and_private() {
             .mode();
         assert_eq!(mode & 0o777, 0o600, "{file}");
     }
-    // The server prints how to use the kubeconfig.
-    assert!(
-        cluster
-            .process
-            .output()
-            .contains(&format!("export KUBECONFIG={}", kubeconfig.display())),
-        "{}",
-        cluster.process.output()
-    );
+    // The server prints how to use the kubeconfig (on stdout, read apart from the log).
+    let export = format!("export KUBECONFIG={}", kubeconfig.display());
+    cluster
+        .process
+        .wait_for_line(&export, crate::cluster::DEADLINE)
+        .unwrap();
     // A restart reuses everything.
     let dir = cluster.stop();
     let cluster = Cluster::start_in(dir);
@@ -188,4 +185,125 @@ fn anonymous_tokens_and_certificates() {
     // The admin certificate may do anything.
     let (code, _, _) = cluster.http_as(Who::Admin, "GET", "/api/v1/namespaces", &[], b"");
     assert_eq!(code, 200);
+}
+
+#[test]
+fn rbac_decides_for_everyone_but_system_masters() {
+    let dir = kyb_testkit::temp_dir("cluster").unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, "token-vera,vera,1\ntoken-eddie,eddie,2\n").unwrap();
+    let cluster = Cluster::start_with(dir, &["--token-auth-file", tokens.to_str().unwrap()]);
+    // The bootstrap policy exists, with the aggregated roles filled in.
+    let view = cluster.kubectl_ok(&[
+        "get",
+        "clusterrole",
+        "view",
+        "-o",
+        "jsonpath={.rules[*].resources}",
+    ]);
+    assert!(view.contains("pods"), "{view}");
+    cluster.kubectl_ok(&["create", "namespace", "team"]);
+    cluster.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "vera-views",
+        "--clusterrole=view",
+        "--user=vera",
+        "-n",
+        "default",
+    ]);
+    cluster.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "eddie-edits",
+        "--clusterrole=edit",
+        "--user=eddie",
+        "-n",
+        "team",
+    ]);
+
+    let as_user = |token: &str, method: &str, path: &str, body: &str| {
+        let (code, _, text) = cluster.http_as(
+            Who::Token(token),
+            method,
+            path,
+            &[("Content-Type", "application/json")],
+            body.as_bytes(),
+        );
+        (code, text)
+    };
+    let configmap = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}"#;
+    // Discovery for every authenticated user.
+    assert_eq!(as_user("token-vera", "GET", "/api", "").0, 200);
+    // view: read, not write, only where bound.
+    assert_eq!(
+        as_user("token-vera", "GET", "/api/v1/namespaces/default/pods", "").0,
+        200
+    );
+    let (code, text) = as_user(
+        "token-vera",
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        configmap,
+    );
+    assert_eq!(code, 403, "{text}");
+    assert_eq!(
+        status(&text)["message"],
+        r#"configmaps is forbidden: User "vera" cannot create resource "configmaps" in API group "" in the namespace "default""#
+    );
+    assert_eq!(
+        as_user("token-vera", "GET", "/api/v1/namespaces/team/pods", "").0,
+        403
+    );
+    assert_eq!(as_user("token-vera", "GET", "/api/v1/secrets", "").0, 403);
+    // edit: write in its namespace, nothing in another, no RBAC objects.
+    assert_eq!(
+        as_user(
+            "token-eddie",
+            "POST",
+            "/api/v1/namespaces/team/configmaps",
+            configmap
+        )
+        .0,
+        201
+    );
+    assert_eq!(
+        as_user(
+            "token-eddie",
+            "POST",
+            "/api/v1/namespaces/default/configmaps",
+            configmap
+        )
+        .0,
+        403
+    );
+    assert_eq!(
+        as_user(
+            "token-eddie",
+            "GET",
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles",
+            ""
+        )
+        .0,
+        403
+    );
+    // Deleting the binding takes the permission away.
+    cluster.kubectl_ok(&["delete", "rolebinding", "eddie-edits", "-n", "team"]);
+    let deadline = std::time::Instant::now() + crate::cluster::DEADLINE;
+    loop {
+        let (code, _) = as_user(
+            "token-eddie",
+            "GET",
+            "/api/v1/namespaces/team/configmaps",
+            "",
+        );
+        if code == 403 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the binding still grants"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }

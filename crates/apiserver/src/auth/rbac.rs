@@ -1,0 +1,142 @@
+//! The RBAC authorizer: a [`kyb_rbac::Policy`] kept current from the watch cache's Roles,
+//! ClusterRoles, RoleBindings and ClusterRoleBindings, asked on every request.
+//!
+//! The current state is loaded when the server starts, before it serves anything; a task
+//! then applies each change. If that task falls behind the cache's event stream, it
+//! reloads everything, so the policy never silently misses a change.
+
+use crate::cache::object::Filter;
+use crate::cache::{CacheEvent, EventType, WatchCache};
+use kyb_api::registry::{self, ResourceDef};
+use kyb_rbac::Policy;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, RwLock};
+use tokio::sync::broadcast::error::RecvError;
+
+const RESOURCES: [&str; 4] = [
+    "roles",
+    "clusterroles",
+    "rolebindings",
+    "clusterrolebindings",
+];
+
+/// The policy, shared by every request.
+pub struct Rbac {
+    state: RwLock<State>,
+}
+
+#[derive(Default)]
+struct State {
+    policy: Policy,
+    /// The (namespace, name) of every object applied, by resource: what a reload removes.
+    known: HashMap<&'static str, BTreeSet<(String, String)>>,
+}
+
+impl Rbac {
+    /// Loads the current policy and follows changes until the cache ends.
+    pub fn start(cache: &WatchCache) -> Arc<Rbac> {
+        let rbac = Arc::new(Rbac {
+            state: RwLock::new(State::default()),
+        });
+        for resource in RESOURCES {
+            let Some(def) = registry::find("rbac.authorization.k8s.io", "v1", resource) else {
+                tracing::error!(resource, "RBAC resource not registered");
+                continue;
+            };
+            let Some(cache) = cache.resource(def).cloned() else {
+                tracing::error!(resource, "no cache for an RBAC resource");
+                continue;
+            };
+            let subscribe = {
+                let cache = cache.clone();
+                move || cache.subscribe_with_state(&def.list_prefix(None), &Filter::default(), 0)
+            };
+            let mut subscription = subscribe();
+            rbac.apply_all(def, &subscription.initial, true);
+            let follower = rbac.clone();
+            tokio::spawn(async move {
+                loop {
+                    match subscription.events.recv().await {
+                        Ok(event) => follower.apply_all(def, std::slice::from_ref(&event), false),
+                        Err(RecvError::Lagged(_)) => {
+                            tracing::warn!(
+                                resource = def.plural,
+                                "RBAC follower lagged; reloading"
+                            );
+                            subscription = subscribe();
+                            follower.forget(def);
+                            follower.apply_all(def, &subscription.initial, true);
+                        }
+                        Err(RecvError::Closed) => {
+                            // The cache restarts its streams on reload: start over.
+                            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                            subscription = subscribe();
+                            follower.forget(def);
+                            follower.apply_all(def, &subscription.initial, true);
+                        }
+                    }
+                }
+            });
+        }
+        rbac
+    }
+
+    fn apply_all(&self, def: &'static ResourceDef, events: &[Arc<CacheEvent>], initial: bool) {
+        let Ok(mut state) = self.state.write() else {
+            return;
+        };
+        let State { policy, known } = &mut *state;
+        let known = known.entry(def.plural).or_default();
+        for event in events {
+            let value = match event.object.value() {
+                Ok(value) => value,
+                Err(error) => {
+                    tracing::warn!(%error, resource = def.plural, "unreadable RBAC object");
+                    continue;
+                }
+            };
+            let id = (
+                event.object.namespace().unwrap_or_default().to_string(),
+                event.object.name().to_string(),
+            );
+            let result = match event.kind {
+                EventType::Deleted => {
+                    policy.delete(&value);
+                    known.remove(&id);
+                    Ok(())
+                }
+                _ => {
+                    known.insert(id);
+                    policy.apply(&value)
+                }
+            };
+            if let Err(error) = result {
+                tracing::warn!(%error, resource = def.plural, initial, "RBAC object ignored");
+            }
+        }
+    }
+
+    /// Drops every object of one resource (before reloading it).
+    fn forget(&self, def: &'static ResourceDef) {
+        let Ok(mut state) = self.state.write() else {
+            return;
+        };
+        let State { policy, known } = &mut *state;
+        for (namespace, name) in known.remove(def.plural).unwrap_or_default() {
+            match def.plural {
+                "roles" => policy.remove_role(&namespace, &name),
+                "clusterroles" => policy.remove_cluster_role(&name),
+                "rolebindings" => policy.remove_role_binding(&namespace, &name),
+                _ => policy.remove_cluster_role_binding(&name),
+            };
+        }
+    }
+
+    /// The policy's decision on `attributes`.
+    pub fn authorize(&self, attributes: &kyb_rbac::Attributes<'_>) -> kyb_rbac::Decision {
+        match self.state.read() {
+            Ok(state) => state.policy.authorize(attributes),
+            Err(_) => kyb_rbac::Decision::NoOpinion("RBAC: the policy is unavailable".into()),
+        }
+    }
+}
