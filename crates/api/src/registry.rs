@@ -103,6 +103,12 @@ impl ResourceDef {
         self.verbs.contains(&verb)
     }
 
+    /// Whether objects of this resource are answered on the spot and never stored
+    /// (TokenReview, SubjectAccessReview, ...).
+    pub fn is_virtual(&self) -> bool {
+        self.storage_prefix.is_empty()
+    }
+
     /// The storage key of an object.
     pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
         match namespace {
@@ -146,6 +152,8 @@ pub const ALL_VERBS: &[&str] = &[
     "update",
     "watch",
 ];
+/// Resources that are only ever created: reviews answered on the spot, never stored.
+const CREATE_ONLY: &[&str] = &["create"];
 /// Resources without `deletecollection`.
 const NO_COLLECTION_DELETE: &[&str] = &[
     "create", "delete", "get", "list", "patch", "update", "watch",
@@ -228,6 +236,12 @@ resources! {
     "admissionregistration.k8s.io" "v1" "ValidatingAdmissionPolicyBinding" "validatingadmissionpolicybindings" "validatingadmissionpolicybinding" [] ["api-extensions"] false ALL_VERBS [] "/registry/validatingadmissionpolicybindings" "v1" false;
     "apiextensions.k8s.io" "v1" "CustomResourceDefinition" "customresourcedefinitions" "customresourcedefinition" ["crd", "crds"] ["api-extensions"] false ALL_VERBS [Status] "/registry/apiextensions.k8s.io/customresourcedefinitions" "v1" true;
     "apiregistration.k8s.io" "v1" "APIService" "apiservices" "apiservice" [] ["api-extensions"] false ALL_VERBS [Status] "/registry/apiregistration.k8s.io/apiservices" "v1" true;
+    "authentication.k8s.io" "v1" "TokenReview" "tokenreviews" "tokenreview" [] [] false CREATE_ONLY [] "" "v1" false;
+    "authentication.k8s.io" "v1" "SelfSubjectReview" "selfsubjectreviews" "selfsubjectreview" [] [] false CREATE_ONLY [] "" "v1" false;
+    "authorization.k8s.io" "v1" "SubjectAccessReview" "subjectaccessreviews" "subjectaccessreview" [] [] false CREATE_ONLY [] "" "v1" false;
+    "authorization.k8s.io" "v1" "SelfSubjectAccessReview" "selfsubjectaccessreviews" "selfsubjectaccessreview" [] [] false CREATE_ONLY [] "" "v1" false;
+    "authorization.k8s.io" "v1" "SelfSubjectRulesReview" "selfsubjectrulesreviews" "selfsubjectrulesreview" [] [] false CREATE_ONLY [] "" "v1" false;
+    "authorization.k8s.io" "v1" "LocalSubjectAccessReview" "localsubjectaccessreviews" "localsubjectaccessreview" [] [] true CREATE_ONLY [] "" "v1" false;
 }
 
 /// The OpenAPI definition name of a built-in kind's type, as k8s-openapi names them.
@@ -252,6 +266,14 @@ pub fn find(group: &str, version: &str, plural: &str) -> Option<&'static Resourc
     BUILTIN
         .iter()
         .find(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+/// A resource in its storage version, whatever versions it is served in: what server-side
+/// lookups (admission, authentication) read.
+pub fn find_stored(group: &str, plural: &str) -> Option<&'static ResourceDef> {
+    BUILTIN
+        .iter()
+        .find(|r| r.group == group && r.plural == plural && r.version == r.storage_version)
 }
 
 /// The resource of a kind in a group-version.

@@ -7,6 +7,7 @@
 //! output, and the default objects every cluster has (`bootstrap`). Start it with
 //! [`ApiServer::start`] and [`ApiServer::serve`].
 
+pub mod admission;
 pub mod auth;
 mod bootstrap;
 pub mod cache;

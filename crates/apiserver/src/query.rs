@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 /// Decoded query parameters (the last value of a repeated name wins, as Go's Get does
 /// for the first; Kubernetes clients do not repeat them).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Query(HashMap<String, String>);
 
 impl Query {

@@ -77,6 +77,8 @@ pub struct Security {
     /// The serving certificate and the CA client certificates are verified against.
     pub tls: Arc<rustls::ServerConfig>,
     pub authenticator: Authenticator,
+    /// The admission chain every write passes.
+    pub admission: crate::admission::Chain,
 }
 
 /// How long a client gets to finish the TLS handshake.
@@ -93,7 +95,10 @@ pub struct Server {
     pub service_allocation: Mutex<()>,
     pub openapi: Arc<kyb_openapi::Documents>,
     pub authenticator: Authenticator,
-    pub rbac: Arc<auth::Rbac>,
+    pub authorizer: auth::Authorizer,
+    pub admission: crate::admission::Chain,
+    /// The identity of the server's own writes.
+    pub apiserver_user: Arc<User>,
     inflight: Arc<Semaphore>,
 }
 
@@ -135,7 +140,9 @@ impl ApiServer {
             service_allocation: Mutex::new(()),
             openapi: Arc::new(crate::openapi::documents()),
             authenticator: security.authenticator,
-            rbac,
+            authorizer: auth::Authorizer { rbac },
+            admission: security.admission,
+            apiserver_user: Arc::new(User::apiserver()),
             inflight: Arc::new(Semaphore::new(config.max_requests_in_flight)),
             config,
         });
@@ -273,11 +280,17 @@ async fn handle(
     let (parts, body) = request.into_parts();
     let query = Query::parse(parts.uri.query());
     let target = request::classify(&parts.method, parts.uri.path(), query.flag("watch"));
-    let user = match server
-        .authenticator
-        .authenticate(certified.as_deref(), &parts.headers)
-    {
-        Ok(user) => user,
+    let user =
+        match server
+            .authenticator
+            .authenticate(certified.as_deref(), &parts.headers, &server.cache)
+        {
+            Ok(user) => user,
+            Err(status) => return Ok(response::error(&status)),
+        };
+    let user = match auth::impersonate(&server.authorizer, &user, &parts.headers) {
+        Ok(Some(impersonated)) => impersonated,
+        Ok(None) => user,
         Err(status) => return Ok(response::error(&status)),
     };
     let attributes = match &target {
@@ -287,7 +300,7 @@ async fn handle(
             path: parts.uri.path(),
         },
     };
-    if let Err(status) = auth::authorize(&server.rbac, &user, &attributes) {
+    if let Err(status) = server.authorizer.authorize(&user, &attributes) {
         tracing::debug!(user = %user.name, path = %parts.uri.path(), "forbidden");
         return Ok(response::error(&status));
     }
@@ -318,7 +331,17 @@ async fn handle(
             };
             let response = match read_body(body, &parts.headers, server.config.max_body_bytes).await
             {
-                Ok(body) => rest::serve(&server, resource, query, parts.headers, body).await,
+                Ok(body) => {
+                    rest::serve(
+                        &server,
+                        Arc::new(user),
+                        resource,
+                        query,
+                        parts.headers,
+                        body,
+                    )
+                    .await
+                }
                 Err(status) => response::error(&status),
             };
             drop(permit);

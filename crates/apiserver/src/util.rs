@@ -11,6 +11,23 @@ pub fn timestamp(t: jiff::Timestamp) -> String {
         .to_string()
 }
 
+/// The current Unix time in seconds.
+pub fn unix_now() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+/// A `metav1.Time` as Unix seconds.
+pub fn parse_timestamp(text: &str) -> Option<i64> {
+    text.parse::<jiff::Timestamp>().ok().map(|t| t.as_second())
+}
+
+/// Unix seconds as a `metav1.Time`.
+pub fn timestamp_of(seconds: i64) -> String {
+    jiff::Timestamp::from_second(seconds)
+        .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+        .to_string()
+}
+
 /// A random (version 4) UUID.
 pub fn new_uid() -> String {
     let mut bytes: [u8; 16] = std::array::from_fn(|_| fastrand::u8(..));

@@ -4,7 +4,7 @@
 
 use crate::cli::ServerArgs;
 use anyhow::Context;
-use kyb_apiserver::auth::{Authenticator, TokenFile};
+use kyb_apiserver::auth::{Authenticator, ServiceAccountTokens, TokenFile};
 use kyb_apiserver::{ApiServer, Config, Security};
 use kyb_pki::Pki;
 use kyb_storage::{
@@ -55,7 +55,14 @@ pub async fn run(args: ServerArgs, data_dir: Option<PathBuf>) -> anyhow::Result<
     };
     let security = Security {
         tls: kyb_pki::tls::server_config(pki.serving(), pki.ca_pem()).context("configuring TLS")?,
-        authenticator: Authenticator { tokens },
+        authenticator: Authenticator {
+            tokens,
+            service_accounts: Some(ServiceAccountTokens::new(
+                kyb_pki::jwt::Signer::from_pem(pki.service_account_key_pem())
+                    .context("loading the service-account signing key")?,
+            )),
+        },
+        admission: kyb_apiserver::admission::Chain::default_plugins(),
     };
     let apiserver = ApiServer::start(store.clone(), config, security)
         .await

@@ -7,11 +7,13 @@
 //! from the same CA. Keys are ECDSA P-256, written with mode 0600.
 //!
 //! Also here: TLS configurations for servers and clients ([`tls`]), the user a client
-//! certificate names ([`identity`]), and kubeconfig files ([`kubeconfig`]).
+//! certificate names ([`identity`]), kubeconfig files ([`kubeconfig`]), and ES256 JSON Web
+//! Tokens signed by the service-account key ([`jwt`]).
 
 mod files;
 pub mod identity;
 mod issue;
+pub mod jwt;
 pub mod kubeconfig;
 pub mod tls;
 
@@ -106,5 +108,32 @@ impl Pki {
     /// The directory holding everything.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+}
+
+/// The cluster CA alone, for issuing client certificates (what an administrator does
+/// for a new user), leaving the serving certificate and keys as they are.
+pub struct ClientIssuer {
+    dir: PathBuf,
+    ca: issue::Authority,
+}
+
+impl ClientIssuer {
+    /// Opens the CA in `dir` (created if missing).
+    pub fn open(dir: &Path) -> Result<ClientIssuer, Error> {
+        files::create_dir(dir)?;
+        Ok(ClientIssuer {
+            dir: dir.to_path_buf(),
+            ca: issue::Authority::load_or_create(dir)?,
+        })
+    }
+
+    /// The client certificate of `user` in `groups`, stored as `<file>.crt`/`<file>.key`.
+    pub fn client(&self, file: &str, user: &str, groups: &[&str]) -> Result<Credentials, Error> {
+        issue::client(&self.dir, &self.ca, file, user, groups)
+    }
+
+    pub fn ca_pem(&self) -> &str {
+        &self.ca.cert_pem
     }
 }

@@ -1,12 +1,18 @@
-//! Authorization: may this user do this? Members of `system:masters` may do anything (as
-//! in Kubernetes, before any authorizer is asked); everything else is RBAC's decision
-//! (the bootstrap policy lets everyone read the health and version endpoints, and
-//! authenticated users discovery). A refusal is `403 Forbidden` in Kubernetes' words.
+//! Authorization: may this user do this? The authorizers are asked in Kubernetes' order:
+//! members of `system:masters` may do anything; then the Node authorizer (for kubelets,
+//! once it lands), then RBAC (the bootstrap policy lets everyone read the health and
+//! version endpoints, and authenticated users discovery). The first to allow wins; a
+//! refusal is `403 Forbidden` in Kubernetes' words.
+//!
+//! The same [`Authorizer`] answers requests, impersonation checks, access reviews
+//! (`kubectl auth can-i`) and the escalation checks of RBAC writes.
 
 use super::authn::User;
 use super::rbac::Rbac;
 use crate::request::ResourceRequest;
 use kyb_api::Status;
+use kyb_rbac::Decision;
+use std::sync::Arc;
 
 /// What a request does, as authorizers see it.
 pub enum Attributes<'a> {
@@ -14,45 +20,64 @@ pub enum Attributes<'a> {
     NonResource { verb: &'static str, path: &'a str },
 }
 
-pub fn authorize(rbac: &Rbac, user: &User, attributes: &Attributes<'_>) -> Result<(), Status> {
-    if user.in_group("system:masters") {
-        return Ok(());
-    }
-    let asked = match attributes {
-        Attributes::NonResource { verb, path } => {
-            kyb_rbac::Attributes::non_resource(&user.name, &user.groups, verb, path)
+/// The chain of authorizers.
+pub struct Authorizer {
+    pub rbac: Arc<Rbac>,
+}
+
+impl Authorizer {
+    /// The chain's decision on one request.
+    pub fn decide(&self, asked: &kyb_rbac::Attributes<'_>) -> Decision {
+        if asked.groups.iter().any(|g| g == "system:masters") {
+            return Decision::Allow(String::new());
         }
-        Attributes::Resource(request) => {
-            let mut asked = kyb_rbac::Attributes::resource(
-                &user.name,
-                &user.groups,
-                request.verb.as_str(),
-                &request.group,
-                &request.resource,
-                request.namespace.as_deref().unwrap_or_default(),
-            );
+        self.rbac.authorize(asked)
+    }
+
+    /// Allows `attributes` for `user`, or gives the 403.
+    pub fn authorize(&self, user: &User, attributes: &Attributes<'_>) -> Result<(), Status> {
+        let asked = match attributes {
+            Attributes::NonResource { verb, path } => {
+                kyb_rbac::Attributes::non_resource(&user.name, &user.groups, verb, path)
+            }
+            Attributes::Resource(request) => resource_attributes(user, request),
+        };
+        let decision = self.decide(&asked);
+        if decision.is_allowed() {
+            return Ok(());
+        }
+        let mut status = Status::forbidden(asked.forbidden_message(decision.reason()));
+        if let Attributes::Resource(request) = attributes {
+            let mut details = serde_json::Map::new();
             if let Some(name) = &request.name {
-                asked = asked.with_name(name);
+                details.insert("name".into(), name.clone().into());
             }
-            if let Some(subresource) = &request.subresource {
-                asked = asked.with_subresource(subresource);
-            }
-            asked
+            details.insert("group".into(), request.group.clone().into());
+            details.insert("kind".into(), request.resource.clone().into());
+            status.details = Some(serde_json::Value::Object(details));
         }
-    };
-    let decision = rbac.authorize(&asked);
-    if decision.is_allowed() {
-        return Ok(());
+        Err(status)
     }
-    let mut status = Status::forbidden(asked.forbidden_message(decision.reason()));
-    if let Attributes::Resource(request) = attributes {
-        let mut details = serde_json::Map::new();
-        if let Some(name) = &request.name {
-            details.insert("name".into(), name.clone().into());
-        }
-        details.insert("group".into(), request.group.clone().into());
-        details.insert("kind".into(), request.resource.clone().into());
-        status.details = Some(serde_json::Value::Object(details));
+}
+
+/// The authorization attributes of a resource request.
+pub fn resource_attributes<'a>(
+    user: &'a User,
+    request: &'a ResourceRequest,
+) -> kyb_rbac::Attributes<'a> {
+    let mut asked = kyb_rbac::Attributes::resource(
+        &user.name,
+        &user.groups,
+        request.verb.as_str(),
+        &request.group,
+        &request.resource,
+        request.namespace.as_deref().unwrap_or_default(),
+    );
+    if let Some(name) = &request.name {
+        asked = asked.with_name(name);
     }
-    Err(status)
+    if let Some(subresource) = &request.subresource {
+        asked = asked.with_subresource(subresource);
+    }
+    asked
 }

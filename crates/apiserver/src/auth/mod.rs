@@ -1,12 +1,18 @@
 //! Who is asking, and may they: authentication (client certificates, bearer tokens,
-//! anonymous) and authorization of each request, before it reaches the REST engine.
+//! anonymous), impersonation, and authorization of each request, before it reaches the
+//! REST engine.
 
 mod authn;
 mod authz;
+mod impersonation;
 mod rbac;
+mod service_account;
 mod tokens;
 
-pub use authn::{Authenticator, User};
-pub use authz::{Attributes, authorize};
+pub use authn::{AUTHENTICATED, Authenticator, User};
+pub use authz::{Attributes, Authorizer, resource_attributes};
+pub use impersonation::impersonate;
 pub use rbac::Rbac;
+pub use service_account::{BoundObject, ServiceAccountTokens, TokenSpec};
+pub(crate) use service_account::{DEFAULT_EXPIRATION, ISSUER, MIN_EXPIRATION};
 pub use tokens::TokenFile;

@@ -132,6 +132,28 @@ impl Rbac {
         }
     }
 
+    /// What `user` in `groups` may do in `namespace` (SelfSubjectRulesReview).
+    pub fn rules_for(
+        &self,
+        user: &str,
+        groups: &[String],
+        namespace: &str,
+    ) -> kyb_rbac::SubjectRules {
+        match self.state.read() {
+            Ok(state) => state.policy.rules_for(user, groups, namespace),
+            Err(_) => kyb_rbac::SubjectRules {
+                incomplete: true,
+                evaluation_error: Some("RBAC: the policy is unavailable".into()),
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Runs `f` with the current policy (escalation checks read roles from it).
+    pub fn with_policy<T>(&self, f: impl FnOnce(&Policy) -> T) -> Option<T> {
+        self.state.read().ok().map(|state| f(&state.policy))
+    }
+
     /// The policy's decision on `attributes`.
     pub fn authorize(&self, attributes: &kyb_rbac::Attributes<'_>) -> kyb_rbac::Decision {
         match self.state.read() {

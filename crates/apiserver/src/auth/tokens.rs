@@ -48,6 +48,7 @@ impl TokenFile {
                 name: name.clone(),
                 uid: uid.clone(),
                 groups,
+                ..User::default()
             };
             if users.insert(token.clone(), user).is_some() {
                 return Err(format!("line {}: duplicate token", number + 1));

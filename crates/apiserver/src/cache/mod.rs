@@ -13,6 +13,7 @@ use kyb_api::ResourceDef;
 use kyb_api::registry::BUILTIN;
 use kyb_storage::{EventKind, ListRequest, Revision, Store};
 use object::{CachedObject, Filter};
+use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::{Arc, RwLock};
@@ -282,6 +283,7 @@ impl WatchCache {
     /// Loads everything and starts following the store.
     pub async fn start(store: Arc<dyn Store>) -> Result<Arc<Self>, kyb_storage::Error> {
         let mut caches = HashMap::new();
+        // Reviews (never stored) share the empty prefix, which no stored key routes to.
         for def in BUILTIN {
             caches
                 .entry(def.storage_prefix)
@@ -302,6 +304,39 @@ impl WatchCache {
     /// The cache holding a resource.
     pub fn resource(&self, def: &ResourceDef) -> Option<&Arc<ResourceCache>> {
         self.caches.get(def.storage_prefix)
+    }
+
+    /// The cached object `name` (in `namespace`) of a built-in resource, parsed; `None`
+    /// when it does not exist (or the resource is unknown).
+    pub fn lookup(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Value> {
+        let def = kyb_api::registry::find_stored(group, plural)?;
+        let object = self.resource(def)?.get(&def.key(namespace, name))?;
+        object.value().ok()
+    }
+
+    /// Every cached object of a built-in resource in `namespace` (everywhere with `None`),
+    /// parsed, in key order.
+    pub fn objects(&self, group: &str, plural: &str, namespace: Option<&str>) -> Vec<Value> {
+        let Some(def) = kyb_api::registry::find_stored(group, plural) else {
+            return Vec::new();
+        };
+        let Some(cache) = self.resource(def) else {
+            return Vec::new();
+        };
+        let prefix = def.list_prefix(namespace);
+        let state = cache.read();
+        state
+            .objects
+            .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
+            .take_while(|(key, _)| key.starts_with(prefix.as_str()))
+            .filter_map(|(_, object)| object.value().ok())
+            .collect()
     }
 
     /// The revision every cache has caught up to.

@@ -66,6 +66,24 @@ pub fn decode_object(
     Ok((object, warnings))
 }
 
+/// A request object whose `status` the server fills in (reviews, TokenRequest): decoded
+/// like [`decode_object`], with whatever status the client sent dropped first.
+pub fn decode_request(
+    call: &Call<'_>,
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Result<(Value, Vec<String>), Status> {
+    let mut value = parse(call)?;
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("status");
+    }
+    let duplicates = duplicate_fields(call)?;
+    let (object, mut warnings) = normalize(call, value, group, version, kind)?;
+    warnings.extend(duplicates);
+    Ok((object, warnings))
+}
+
 /// Duplicate fields in a JSON body: warnings, or 400 with `fieldValidation=Strict`.
 pub fn duplicate_fields(call: &Call<'_>) -> Result<Vec<String>, Status> {
     let validation = field_validation(call)?;

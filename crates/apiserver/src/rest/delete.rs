@@ -5,6 +5,7 @@
 
 use super::write::{self, set_revision};
 use super::{Call, present, read};
+use crate::admission::{self, Operation};
 use crate::kinds;
 use crate::response::{self, Response};
 use crate::server::storage_error;
@@ -122,18 +123,7 @@ pub async fn delete_collection(call: &Call<'_>) -> Result<Response, Status> {
     let mut deleted = Vec::new();
     for object in &page.items {
         let namespace = object.namespace().map(str::to_string);
-        let scoped = Call {
-            server: call.server,
-            def: call.def,
-            cache: call.cache,
-            verb: call.verb,
-            namespace: namespace.or_else(|| call.namespace.clone()),
-            name: Some(object.name().to_string()),
-            query: crate::query::Query::default(),
-            output: call.output,
-            headers: call.headers.clone(),
-            body: bytes::Bytes::new(),
-        };
+        let scoped = call.for_object(namespace.or_else(|| call.namespace.clone()), object.name());
         match delete_object(&scoped, object.name(), &options).await {
             Ok(Outcome::Deleted(value) | Outcome::Pending(value)) => deleted.push(value),
             Err(status) if status.code == 404 => {}
@@ -170,6 +160,13 @@ pub async fn delete_object(
     let key = call.key(name);
     let def = call.storage();
     let (mut current, mut revision) = write::current(call, name).await?;
+    // An eviction was admitted as the create it is.
+    if call.subresource.is_none() {
+        let kind = (call.def.group, call.def.version, call.def.kind);
+        let attributes = admission::attributes(call, Operation::Delete, kind, name, Some(&current));
+        admission::mutate(call, &attributes, None).await?;
+        admission::validate(call, &attributes, None).await?;
+    }
     for _ in 0..64 {
         if let Some(uid) = &options.precondition_uid
             && meta::uid(&current) != Some(uid.as_str())

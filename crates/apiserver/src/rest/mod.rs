@@ -12,14 +12,17 @@ mod managed;
 mod patch;
 mod present;
 mod read;
+mod review;
 mod service;
 mod strategy;
 mod subresource;
+mod token;
 mod watch;
 mod write;
 
 pub use service::first_ip as first_service_ip;
 
+use crate::auth::User;
 use crate::cache::ResourceCache;
 use crate::negotiation::{self, Output};
 use crate::query::Query;
@@ -30,23 +33,29 @@ use bytes::Bytes;
 use http::HeaderMap;
 use kyb_api::registry::{self, Subresource};
 use kyb_api::{ResourceDef, Status};
+use std::sync::{Arc, Mutex};
 
 /// Everything a handler needs about one request.
 pub struct Call<'a> {
     pub server: &'a Server,
+    /// Who asks (after impersonation).
+    pub user: Arc<User>,
     /// The resource as requested (its version decides the representation).
     pub def: &'static ResourceDef,
     pub cache: &'a ResourceCache,
     pub verb: Verb,
+    pub subresource: Option<Subresource>,
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub query: Query,
     pub output: Output,
     pub headers: HeaderMap,
     pub body: Bytes,
+    /// Warnings for the client gathered on the way (admission), sent as `Warning` headers.
+    pub warnings: Mutex<Vec<String>>,
 }
 
-impl Call<'_> {
+impl<'a> Call<'a> {
     /// The cache's storage form of the resource.
     pub fn storage(&self) -> &'static ResourceDef {
         self.cache.def
@@ -70,29 +79,63 @@ impl Call<'_> {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+
+    /// Adds a warning for the client.
+    pub fn warn(&self, warning: impl Into<String>) {
+        if let Ok(mut warnings) = self.warnings.lock() {
+            warnings.push(warning.into());
+        }
+    }
+
+    /// The same request for another object (collection deletes run one delete per item).
+    pub fn for_object(&self, namespace: Option<String>, name: &str) -> Call<'a> {
+        Call {
+            server: self.server,
+            user: self.user.clone(),
+            def: self.def,
+            cache: self.cache,
+            verb: self.verb,
+            subresource: self.subresource,
+            namespace,
+            name: Some(name.to_string()),
+            query: self.query.clone(),
+            output: self.output,
+            headers: self.headers.clone(),
+            body: Bytes::new(),
+            warnings: Mutex::new(Vec::new()),
+        }
+    }
 }
 
 /// Serves a resource request.
 pub async fn serve(
     server: &Server,
+    user: Arc<User>,
     request: ResourceRequest,
     query: Query,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    match dispatch(server, request, query, headers, body).await {
-        Ok(response) => response,
-        Err(status) => response::error(&status),
+    let call = match resolve(server, user, request, query, headers, body) {
+        Ok(call) => call,
+        Err(status) => return response::error(&status),
+    };
+    let result = dispatch(&call).await;
+    let warnings = call.warnings.into_inner().unwrap_or_default();
+    match result {
+        Ok(response) => response::with_warnings(response, &warnings),
+        Err(status) => response::with_warnings(response::error(&status), &warnings),
     }
 }
 
-async fn dispatch(
+fn resolve(
     server: &Server,
+    user: Arc<User>,
     request: ResourceRequest,
     query: Query,
     headers: HeaderMap,
     body: Bytes,
-) -> Result<Response, Status> {
+) -> Result<Call<'_>, Status> {
     let def = registry::find(&request.group, &request.version, &request.resource)
         .ok_or_else(Status::not_found_path)?;
     let subresource = match &request.subresource {
@@ -122,28 +165,44 @@ async fn dispatch(
         .get(http::header::ACCEPT)
         .and_then(|v| v.to_str().ok());
     let output = negotiation::negotiate(accept, false)?;
-    let call = Call {
+    Ok(Call {
         server,
+        user,
         def,
         cache,
         verb: request.verb,
+        subresource,
         namespace: request.namespace,
         name: request.name,
         query,
         output,
         headers,
         body,
-    };
-    match (call.verb, subresource) {
-        (Verb::Get, None) => read::get(&call).await,
-        (Verb::List, None) => read::list(&call).await,
-        (Verb::Watch, None) => watch::watch(&call).await,
-        (Verb::Create, None) => write::create(&call).await,
-        (Verb::Update, None) => write::update(&call).await,
-        (Verb::Patch, None) => patch::patch(&call).await,
-        (Verb::Delete, None) => delete::delete(&call).await,
-        (Verb::DeleteCollection, None) => delete::delete_collection(&call).await,
-        (_, Some(sub)) => subresource::serve(&call, sub).await,
+        warnings: Mutex::new(Vec::new()),
+    })
+}
+
+async fn dispatch(call: &Call<'_>) -> Result<Response, Status> {
+    if call.def.is_virtual() {
+        return match (call.verb, call.subresource) {
+            (Verb::Create, None) => review::create(call).await,
+            _ => Err(Status::method_not_allowed(format!(
+                "{} is not supported on {}",
+                call.verb.as_str(),
+                call.def.plural
+            ))),
+        };
+    }
+    match (call.verb, call.subresource) {
+        (Verb::Get, None) => read::get(call).await,
+        (Verb::List, None) => read::list(call).await,
+        (Verb::Watch, None) => watch::watch(call).await,
+        (Verb::Create, None) => write::create(call).await,
+        (Verb::Update, None) => write::update(call).await,
+        (Verb::Patch, None) => patch::patch(call).await,
+        (Verb::Delete, None) => delete::delete(call).await,
+        (Verb::DeleteCollection, None) => delete::delete_collection(call).await,
+        (_, Some(sub)) => subresource::serve(call, sub).await,
     }
 }
 
@@ -163,15 +222,18 @@ pub async fn ensure(
     let name = kyb_api::meta::name(&object).unwrap_or_default().to_string();
     let call = Call {
         server,
+        user: server.apiserver_user.clone(),
         def,
         cache,
         verb: Verb::Create,
+        subresource: None,
         namespace,
         name: None,
         query: Query::default(),
         output: Output::Json,
         headers: HeaderMap::new(),
         body: Bytes::new(),
+        warnings: Mutex::new(Vec::new()),
     };
     let (object, _) = body::normalize(&call, object, def.group, def.version, def.kind)?;
     match write::create_object(&call, object.clone(), true).await {

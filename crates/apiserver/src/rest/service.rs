@@ -135,6 +135,7 @@ pub async fn create(
         }
     }
     crate::validation::validate_create(call.def, &object)?;
+    super::write::validate_create_admission(call, &object).await?;
     if dry_run {
         return Ok(object);
     }

@@ -5,6 +5,7 @@
 use super::patch;
 use super::write::{self, guaranteed_update};
 use super::{Call, body, delete, managed, present, read, strategy};
+use crate::admission;
 use crate::negotiation::{self, BodyFormat};
 use crate::request::Verb;
 use crate::response::{self, Response};
@@ -47,11 +48,7 @@ pub async fn serve(call: &Call<'_>, sub: Subresource) -> Result<Response, Status
         (Subresource::Binding, Verb::Create) => binding(call, &name).await,
         (Subresource::Eviction, Verb::Create) => eviction(call, &name).await,
         (Subresource::Finalize, Verb::Update) => finalize(call, &name).await,
-        (Subresource::Token, Verb::Create) => Err(Status::new(
-            503,
-            "ServiceUnavailable",
-            "service account tokens are not issued yet",
-        )),
+        (Subresource::Token, Verb::Create) => super::token::create(call, &name).await,
         _ => Err(Status::method_not_allowed(format!(
             "{} is not supported on {}/{}",
             call.verb.as_str(),
@@ -81,7 +78,7 @@ async fn status_update(call: &Call<'_>, name: &str) -> Result<Response, Status> 
 }
 
 /// The autoscaling/v1 Scale of a scalable object.
-fn scale_of(def: &ResourceDef, object: &Value) -> Value {
+pub(super) fn scale_of(def: &ResourceDef, object: &Value) -> Value {
     let metadata = meta::metadata(object);
     let field = |name: &str| {
         metadata
@@ -221,7 +218,8 @@ async fn scale_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
 }
 
 async fn binding(call: &Call<'_>, name: &str) -> Result<Response, Status> {
-    let (binding, _) = body::decode_object(call, "", "v1", "Binding")?;
+    let (mut binding, _) = body::decode_object(call, "", "v1", "Binding")?;
+    admit_create(call, name, ("", "v1", "Binding"), &mut binding).await?;
     let node = binding
         .pointer("/target/name")
         .and_then(Value::as_str)
@@ -286,6 +284,19 @@ async fn binding(call: &Call<'_>, name: &str) -> Result<Response, Status> {
     ))
 }
 
+/// Admission of a subresource that is a create of its own kind (binding, eviction, token):
+/// both phases, on the request object.
+pub(super) async fn admit_create(
+    call: &Call<'_>,
+    name: &str,
+    kind: (&str, &str, &str),
+    object: &mut Value,
+) -> Result<(), Status> {
+    let attributes = admission::attributes(call, admission::Operation::Create, kind, name, None);
+    admission::mutate(call, &attributes, Some(object)).await?;
+    admission::validate(call, &attributes, Some(object)).await
+}
+
 /// Sets a pod condition, keeping its transition time if the status does not change.
 fn set_condition(pod: &mut Value, kind: &str, status: &str) {
     let now = crate::util::now();
@@ -314,7 +325,8 @@ fn set_condition(pod: &mut Value, kind: &str, status: &str) {
 }
 
 async fn eviction(call: &Call<'_>, name: &str) -> Result<Response, Status> {
-    let (eviction, _) = body::decode_object(call, "policy", "v1", "Eviction")?;
+    let (mut eviction, _) = body::decode_object(call, "policy", "v1", "Eviction")?;
+    admit_create(call, name, ("policy", "v1", "Eviction"), &mut eviction).await?;
     let pod = read::read_object(call, name).await?;
     let pod_value = pod.value().map_err(Status::internal)?;
     check_disruption_budgets(call, &pod_value).await?;

@@ -1,9 +1,11 @@
 //! `create` and `update`, and the compare-and-swap update loop every write path shares.
 
 use super::{Call, body, managed, present, service, strategy};
+use crate::admission::{self, Operation};
 use crate::response::{self, Response};
 use crate::server::storage_error;
 use http::StatusCode;
+use kyb_api::registry::Subresource;
 use kyb_api::{Status, meta};
 use kyb_storage::Revision;
 use serde_json::Value;
@@ -34,21 +36,38 @@ pub async fn create_object(
     if !(call.def.group.is_empty() && call.def.kind == "Namespace") {
         strategy::check_namespace(call).await?;
     }
+    let dry_run = call.query.dry_run()?;
+    // Mutating admission sees the defaulted object, before the system fields are set.
+    crate::validation::default_object(call.storage(), &mut object);
+    {
+        let name = meta::name(&object).unwrap_or_default().to_string();
+        let kind = (call.def.group, call.def.version, call.def.kind);
+        let attributes = admission::attributes(call, Operation::Create, kind, &name, None);
+        admission::mutate(call, &attributes, Some(&mut object)).await?;
+    }
     strategy::prepare_create(call, &mut object)?;
     if record {
         managed::record(call, None, &mut object, None)?;
     }
-    let dry_run = call.query.dry_run()?;
     let name = meta::name(&object).unwrap_or_default().to_string();
     let key = call.key(&name);
     if call.def.group.is_empty() && call.def.kind == "Service" {
         return service::create(call, object, &key, dry_run).await;
     }
     crate::validation::validate_create(call.def, &object)?;
+    validate_create_admission(call, &object).await?;
     if dry_run {
         return Ok(object);
     }
     store_new(call, &key, object).await
+}
+
+/// The validating admission of a new object, once it is prepared and valid.
+pub async fn validate_create_admission(call: &Call<'_>, object: &Value) -> Result<(), Status> {
+    let name = meta::name(object).unwrap_or_default();
+    let kind = (call.def.group, call.def.version, call.def.kind);
+    let attributes = admission::attributes(call, Operation::Create, kind, name, None);
+    admission::validate(call, &attributes, Some(object)).await
 }
 
 /// Writes a prepared new object.
@@ -144,6 +163,7 @@ pub async fn guaranteed_update(
             return Err(modified(call, name));
         }
         let mut new = transform(&current)?;
+        admit_update(call, name, &mut new, &current).await?;
         set_revision(&mut new, revision);
         if !strategy::changed(&new, &current) {
             return Ok((current, false));
@@ -185,6 +205,63 @@ pub async fn guaranteed_update(
         }
     }
     Err(too_many_conflicts())
+}
+
+/// Admission of an update (of the main resource, its status, scale or finalizers): the
+/// mutating plugins may change the new state, which is then prepared and validated again;
+/// then the validating plugins. Binding, eviction and token requests are admitted by their
+/// own handlers, as the creates they are.
+async fn admit_update(
+    call: &Call<'_>,
+    name: &str,
+    new: &mut Value,
+    current: &Value,
+) -> Result<(), Status> {
+    let def = call.storage();
+    match call.subresource {
+        None | Some(Subresource::Status) | Some(Subresource::Finalize) => {
+            let kind = (call.def.group, call.def.version, call.def.kind);
+            let attributes =
+                admission::attributes(call, Operation::Update, kind, name, Some(current));
+            let before = new.clone();
+            admission::mutate(call, &attributes, Some(new)).await?;
+            if *new != before {
+                match call.subresource {
+                    Some(Subresource::Status) => {
+                        *new = strategy::prepare_status_update(def, new, current)?;
+                    }
+                    Some(Subresource::Finalize) => {}
+                    _ => strategy::prepare_update(def, new, current)?,
+                }
+            }
+            admission::validate(call, &attributes, Some(new)).await
+        }
+        Some(Subresource::Scale) => {
+            let old_scale = super::subresource::scale_of(def, current);
+            let mut scale = super::subresource::scale_of(def, new);
+            let attributes = admission::attributes(
+                call,
+                Operation::Update,
+                ("autoscaling", "v1", "Scale"),
+                name,
+                Some(&old_scale),
+            );
+            let before = scale.clone();
+            admission::mutate(call, &attributes, Some(&mut scale)).await?;
+            if scale != before {
+                let replicas = scale
+                    .pointer("/spec/replicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+                    spec.insert("replicas".into(), replicas.into());
+                }
+                strategy::prepare_update(def, new, current)?;
+            }
+            admission::validate(call, &attributes, Some(&scale)).await
+        }
+        Some(Subresource::Binding | Subresource::Eviction | Subresource::Token) => Ok(()),
+    }
 }
 
 /// When a write keeps losing its compare-and-swap.

@@ -182,6 +182,49 @@ impl Cluster {
         String::from_utf8(output.stdout).unwrap()
     }
 
+    /// A kubeconfig for `user` in `groups`, with a client certificate the test issues from
+    /// the cluster's CA (as an administrator would for a new user).
+    pub fn user_kubeconfig(&self, user: &str, groups: &[&str]) -> PathBuf {
+        let pki = kyb_pki::ClientIssuer::open(&self.dir.path().join("pki")).unwrap();
+        let file = format!("user-{}", user.replace(':', "-"));
+        let credentials = pki.client(&file, user, groups).unwrap();
+        self.write_kubeconfig(
+            &file,
+            user,
+            &kyb_pki::kubeconfig::User::Certificate(&credentials),
+        )
+    }
+
+    /// A kubeconfig authenticating with a bearer token.
+    pub fn token_kubeconfig(&self, name: &str, token: &str) -> PathBuf {
+        self.write_kubeconfig(
+            &format!("token-{name}"),
+            name,
+            &kyb_pki::kubeconfig::User::Token(token),
+        )
+    }
+
+    fn write_kubeconfig(
+        &self,
+        file: &str,
+        user: &str,
+        credentials: &kyb_pki::kubeconfig::User<'_>,
+    ) -> PathBuf {
+        let ca = std::fs::read_to_string(self.dir.path().join("pki/ca.crt")).unwrap();
+        let url = format!("https://127.0.0.1:{}", self.port);
+        let path = self.dir.path().join(format!("{file}.kubeconfig"));
+        let text = kyb_pki::kubeconfig::render(&url, &ca, user, credentials);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// Runs kubectl with another kubeconfig.
+    pub fn kubectl_as(&self, kubeconfig: &Path, args: &[&str]) -> Output {
+        let mut command = self.kubectl_command(args);
+        command.env("KUBECONFIG", kubeconfig);
+        command.output().unwrap()
+    }
+
     pub fn write_file(&self, name: &str, contents: &str) -> PathBuf {
         let path = self.dir.path().join(name);
         std::fs::write(&path, contents).unwrap();

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod authorization;
 mod cli;
 mod client;
 mod cluster;
@@ -10,4 +11,5 @@ mod http;
 mod kubectl;
 mod patch;
 mod security;
+mod service_accounts;
 mod workflows;
