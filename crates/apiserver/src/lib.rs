@@ -8,12 +8,14 @@
 //! [`ApiServer::start`] and [`ApiServer::serve`].
 
 pub mod admission;
+pub mod audit;
 pub mod auth;
 mod bootstrap;
 pub mod cache;
 mod convert;
 mod discovery;
 mod duplicates;
+pub mod keepers;
 pub mod kinds;
 mod names;
 mod negotiation;

@@ -5,6 +5,7 @@
 //! (`rest`) or the non-resource routes (`routes`). Connections are TLS only; a verified
 //! client certificate authenticates every request on its connection.
 
+use crate::audit::{Arrival, Auditor, RequestAudit};
 use crate::auth::{self, Attributes, Authenticator, User};
 use crate::cache::WatchCache;
 use crate::query::Query;
@@ -79,6 +80,8 @@ pub struct Security {
     pub authenticator: Authenticator,
     /// The admission chain every write passes.
     pub admission: crate::admission::Chain,
+    /// Where audit events go, if anywhere.
+    pub auditor: Option<Arc<Auditor>>,
 }
 
 /// How long a client gets to finish the TLS handshake.
@@ -97,6 +100,9 @@ pub struct Server {
     pub authenticator: Authenticator,
     pub authorizer: auth::Authorizer,
     pub admission: crate::admission::Chain,
+    pub auditor: Option<Arc<Auditor>>,
+    /// Writes charged to quotas and not stored yet (see the quota keeper).
+    pub quota_inflight: Arc<crate::keepers::quota::Inflight>,
     /// The identity of the server's own writes.
     pub apiserver_user: Arc<User>,
     inflight: Arc<Semaphore>,
@@ -142,6 +148,8 @@ impl ApiServer {
             authenticator: security.authenticator,
             authorizer: auth::Authorizer { rbac },
             admission: security.admission,
+            auditor: security.auditor,
+            quota_inflight: Arc::default(),
             apiserver_user: Arc::new(User::apiserver()),
             inflight: Arc::new(Semaphore::new(config.max_requests_in_flight)),
             config,
@@ -179,7 +187,7 @@ impl ApiServer {
             let server = server.clone();
             async move {
                 loop {
-                    let (stream, _) = match listener.accept().await {
+                    let (stream, peer) = match listener.accept().await {
                         Ok(accepted) => accepted,
                         Err(error) => {
                             tracing::warn!(%error, "accepting a connection");
@@ -212,8 +220,9 @@ impl ApiServer {
                             .and_then(|certs| certs.first())
                             .and_then(|cert| kyb_pki::identity(cert))
                             .map(|identity| Arc::new(User::from_certificate(&identity)));
+                        let peer = Some(peer.ip());
                         let service = hyper::service::service_fn(move |request| {
-                            handle(server.clone(), certified.clone(), request)
+                            handle(server.clone(), peer, certified.clone(), request)
                         });
                         let builder =
                             hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
@@ -231,6 +240,7 @@ impl ApiServer {
             let server = server.clone();
             async move {
                 bootstrap::run(&server).await;
+                crate::keepers::start(&server);
                 server.ready.store(true, Ordering::Release);
                 if let Some(address) = address {
                     ready(address);
@@ -273,11 +283,55 @@ fn advertise(bind: IpAddr) -> Ipv4Addr {
 
 async fn handle(
     server: Arc<Server>,
+    peer: Option<IpAddr>,
     certified: Option<Arc<User>>,
     request: Request<Incoming>,
 ) -> Result<Response, Infallible> {
     let started = Instant::now();
     let (parts, body) = request.into_parts();
+    let audit_id = kyb_audit::audit_id_for(
+        parts
+            .headers
+            .get(kyb_audit::AUDIT_ID_HEADER)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let arrival = Arrival {
+        audit_id: &audit_id,
+        uri: &parts.uri,
+        headers: &parts.headers,
+        peer,
+        received: kyb_audit::MicroTime::now(),
+        method: &parts.method,
+    };
+    let mut audit = RequestAudit::begin(None, &User::default(), &Target::NonResource, &arrival);
+    let response = pipeline(&server, &parts, body, certified, &arrival, &mut audit).await;
+    let mut response = audit.finish(response);
+    if let Ok(value) = http::HeaderValue::from_str(&audit_id) {
+        response
+            .headers_mut()
+            .insert(kyb_audit::AUDIT_ID_HEADER, value);
+    }
+    tracing::debug!(
+        method = %parts.method,
+        path = %parts.uri.path(),
+        status = response.status().as_u16(),
+        took = ?started.elapsed(),
+        "request"
+    );
+    Ok(response)
+}
+
+/// The request pipeline: authentication → audit policy → impersonation → authorization
+/// → in-flight limit → body → REST engine (admission and storage inside) or the
+/// non-resource routes.
+async fn pipeline(
+    server: &Arc<Server>,
+    parts: &http::request::Parts,
+    body: Incoming,
+    certified: Option<Arc<User>>,
+    arrival: &Arrival<'_>,
+    audit: &mut RequestAudit,
+) -> Response {
     let query = Query::parse(parts.uri.query());
     let target = request::classify(&parts.method, parts.uri.path(), query.flag("watch"));
     let user =
@@ -286,12 +340,16 @@ async fn handle(
             .authenticate(certified.as_deref(), &parts.headers, &server.cache)
         {
             Ok(user) => user,
-            Err(status) => return Ok(response::error(&status)),
+            Err(status) => return response::error(&status),
         };
+    *audit = RequestAudit::begin(server.auditor.as_ref(), &user, &target, arrival);
     let user = match auth::impersonate(&server.authorizer, &user, &parts.headers) {
-        Ok(Some(impersonated)) => impersonated,
+        Ok(Some(impersonated)) => {
+            audit.impersonated(&impersonated);
+            impersonated
+        }
         Ok(None) => user,
-        Err(status) => return Ok(response::error(&status)),
+        Err(status) => return response::error(&status),
     };
     let attributes = match &target {
         Target::Resource(resource) => Attributes::Resource(resource),
@@ -300,14 +358,18 @@ async fn handle(
             path: parts.uri.path(),
         },
     };
-    if let Err(status) = server.authorizer.authorize(&user, &attributes) {
-        tracing::debug!(user = %user.name, path = %parts.uri.path(), "forbidden");
-        return Ok(response::error(&status));
+    match server.authorizer.authorize(&user, &attributes) {
+        Ok(reason) => audit.authorized(true, &reason),
+        Err(status) => {
+            tracing::debug!(user = %user.name, path = %parts.uri.path(), "forbidden");
+            audit.authorized(false, &status.message);
+            return response::error(&status);
+        }
     }
-    let response = match target {
+    match target {
         Target::NonResource => {
             routes::serve(
-                &server,
+                server,
                 &parts.method,
                 parts.uri.path(),
                 &query,
@@ -322,40 +384,41 @@ async fn handle(
                 match server.inflight.clone().try_acquire_owned() {
                     Ok(permit) => Some(permit),
                     Err(_) => {
-                        return Ok(response::error(&Status::too_many_requests(
+                        return response::error(&Status::too_many_requests(
                             "Too many requests, please try again later.",
                             1,
-                        )));
+                        ));
                     }
                 }
             };
             let response = match read_body(body, &parts.headers, server.config.max_body_bytes).await
             {
                 Ok(body) => {
-                    rest::serve(
-                        &server,
+                    audit.request_body(
+                        &body,
+                        parts
+                            .headers
+                            .get(http::header::CONTENT_TYPE)
+                            .and_then(|v| v.to_str().ok()),
+                    );
+                    let (response, annotations) = rest::serve(
+                        server,
                         Arc::new(user),
                         resource,
                         query,
-                        parts.headers,
+                        parts.headers.clone(),
                         body,
                     )
-                    .await
+                    .await;
+                    audit.annotate(&annotations);
+                    response
                 }
                 Err(status) => response::error(&status),
             };
             drop(permit);
             response
         }
-    };
-    tracing::debug!(
-        method = %parts.method,
-        path = %parts.uri.path(),
-        status = response.status().as_u16(),
-        took = ?started.elapsed(),
-        "request"
-    );
-    Ok(response)
+    }
 }
 
 /// The verb of a non-resource request, as authorizers see it.

@@ -56,6 +56,30 @@ pub struct ServerArgs {
     /// Bearer tokens accepted for users: CSV lines `token,user,uid[,"group1,group2"]`.
     #[arg(long, value_name = "FILE")]
     pub token_auth_file: Option<PathBuf>,
+
+    /// An EncryptionConfiguration (apiserver.config.k8s.io/v1): resources encrypted at rest.
+    #[arg(long, value_name = "FILE")]
+    pub encryption_provider_config: Option<PathBuf>,
+
+    /// An audit Policy (audit.k8s.io/v1): what requests the audit log records.
+    #[arg(long, value_name = "FILE")]
+    pub audit_policy_file: Option<PathBuf>,
+
+    /// Where audit events go, as JSON lines (`-` for stdout); needs --audit-policy-file.
+    #[arg(long, value_name = "FILE")]
+    pub audit_log_path: Option<PathBuf>,
+
+    /// Days to keep rotated audit logs (0: no limit).
+    #[arg(long, default_value_t = 0, value_name = "DAYS")]
+    pub audit_log_maxage: u32,
+
+    /// Rotated audit logs to keep (0: all).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub audit_log_maxbackup: u32,
+
+    /// Size in MiB at which the audit log is rotated (0: 100).
+    #[arg(long, default_value_t = 0, value_name = "MIB")]
+    pub audit_log_maxsize: u64,
 }
 
 #[cfg(test)]

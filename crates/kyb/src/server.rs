@@ -4,6 +4,7 @@
 
 use crate::cli::ServerArgs;
 use anyhow::Context;
+use kyb_apiserver::audit::Auditor;
 use kyb_apiserver::auth::{Authenticator, ServiceAccountTokens, TokenFile};
 use kyb_apiserver::{ApiServer, Config, Security};
 use kyb_pki::Pki;
@@ -35,6 +36,14 @@ pub async fn run(args: ServerArgs, data_dir: Option<PathBuf>) -> anyhow::Result<
             .context("opening the etcd store")?;
         Arc::new(store)
     };
+    let store = match &args.encryption_provider_config {
+        Some(path) => {
+            let config = kyb_encryption::from_file(path)
+                .with_context(|| format!("loading {}", path.display()))?;
+            kyb_encryption::wrap(store, config)
+        }
+        None => store,
+    };
     let compactor = tokio::spawn(run_compactor(store.clone(), DEFAULT_COMPACTION_INTERVAL));
 
     let config = Config {
@@ -63,6 +72,7 @@ pub async fn run(args: ServerArgs, data_dir: Option<PathBuf>) -> anyhow::Result<
             )),
         },
         admission: kyb_apiserver::admission::Chain::default_plugins(),
+        auditor: auditor(&args)?,
     };
     let apiserver = ApiServer::start(store.clone(), config, security)
         .await
@@ -94,7 +104,11 @@ pub async fn run(args: ServerArgs, data_dir: Option<PathBuf>) -> anyhow::Result<
             }
         }
     };
+    let server = apiserver.server();
     apiserver.serve(ready, shutdown_signal()).await;
+    if let Some(auditor) = &server.auditor {
+        auditor.flush();
+    }
 
     tracing::info!("shutting down");
     compactor.abort();
@@ -102,6 +116,30 @@ pub async fn run(args: ServerArgs, data_dir: Option<PathBuf>) -> anyhow::Result<
         store.shutdown().await;
     }
     Ok(())
+}
+
+/// The audit policy and log of `--audit-policy-file` and `--audit-log-path`, if given.
+fn auditor(args: &ServerArgs) -> anyhow::Result<Option<Arc<Auditor>>> {
+    let (Some(policy), Some(path)) = (&args.audit_policy_file, &args.audit_log_path) else {
+        if args.audit_log_path.is_some() {
+            anyhow::bail!("--audit-log-path needs --audit-policy-file");
+        }
+        return Ok(None);
+    };
+    let policy = kyb_audit::Policy::load(policy)
+        .with_context(|| format!("loading the audit policy {}", policy.display()))?;
+    for warning in policy.warnings() {
+        tracing::warn!(%warning, "audit policy");
+    }
+    let config = kyb_audit::AuditLogConfig::from_flags(
+        path,
+        args.audit_log_maxage,
+        args.audit_log_maxbackup,
+        args.audit_log_maxsize,
+    );
+    let log = kyb_audit::AuditLog::open(config)
+        .with_context(|| format!("opening the audit log {}", path.display()))?;
+    Ok(Some(Arc::new(Auditor { policy, log })))
 }
 
 /// Where a client on this machine reaches the server: loopback when bound to all addresses.

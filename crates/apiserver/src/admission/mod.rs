@@ -15,7 +15,10 @@
 //! actually replaces), before deletes, and for the CREATE-like subresources (binding,
 //! eviction, token) with their own request objects.
 
+mod limit_ranger;
 mod namespace;
+mod pod_security;
+mod resource_quota;
 
 use crate::auth::User;
 use crate::rest::Call;
@@ -133,7 +136,12 @@ impl Chain {
     /// Kubernetes' default plugins, in order.
     pub fn default_plugins() -> Chain {
         Chain {
-            plugins: vec![Arc::new(namespace::NamespaceLifecycle)],
+            plugins: vec![
+                Arc::new(namespace::NamespaceLifecycle),
+                Arc::new(limit_ranger::LimitRanger),
+                Arc::new(pod_security::PodSecurity::default()),
+                Arc::new(resource_quota::ResourceQuota),
+            ],
         }
     }
 

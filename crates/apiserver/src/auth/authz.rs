@@ -34,8 +34,9 @@ impl Authorizer {
         self.rbac.authorize(asked)
     }
 
-    /// Allows `attributes` for `user`, or gives the 403.
-    pub fn authorize(&self, user: &User, attributes: &Attributes<'_>) -> Result<(), Status> {
+    /// Allows `attributes` for `user` (with the reason, for the audit record), or gives
+    /// the 403.
+    pub fn authorize(&self, user: &User, attributes: &Attributes<'_>) -> Result<String, Status> {
         let asked = match attributes {
             Attributes::NonResource { verb, path } => {
                 kyb_rbac::Attributes::non_resource(&user.name, &user.groups, verb, path)
@@ -44,7 +45,7 @@ impl Authorizer {
         };
         let decision = self.decide(&asked);
         if decision.is_allowed() {
-            return Ok(());
+            return Ok(decision.reason().to_string());
         }
         let mut status = Status::forbidden(asked.forbidden_message(decision.reason()));
         if let Attributes::Resource(request) = attributes {

@@ -277,7 +277,21 @@ pub struct WatchCache {
     store: Arc<dyn Store>,
     caches: HashMap<&'static str, Arc<ResourceCache>>,
     revision: watch::Sender<Revision>,
+    changes: broadcast::Sender<Change>,
 }
+
+/// That something changed, for the server's own keepers (quota status, ...): which
+/// storage resource, in which namespace. Cheap: no object travels with it.
+#[derive(Clone, Debug)]
+pub struct Change {
+    /// The storage form of the resource (shared prefixes name one of their resources).
+    pub def: &'static ResourceDef,
+    pub namespace: Option<Arc<str>>,
+    pub kind: EventType,
+}
+
+/// Changes a keeper may fall behind before it is told it lagged (and resynchronizes).
+const CHANGES_BUFFER: usize = 4096;
 
 impl WatchCache {
     /// Loads everything and starts following the store.
@@ -290,10 +304,12 @@ impl WatchCache {
                 .or_insert_with(|| Arc::new(ResourceCache::new(def, 0)));
         }
         let (revision, _) = watch::channel(0);
+        let (changes, _) = broadcast::channel(CHANGES_BUFFER);
         let cache = Arc::new(Self {
             store,
             caches,
             revision,
+            changes,
         });
         let start = cache.load().await?;
         let follower = cache.clone();
@@ -304,6 +320,12 @@ impl WatchCache {
     /// The cache holding a resource.
     pub fn resource(&self, def: &ResourceDef) -> Option<&Arc<ResourceCache>> {
         self.caches.get(def.storage_prefix)
+    }
+
+    /// Every change from now on (see [`Change`]); a receiver that falls behind gets
+    /// `Lagged` and should look at everything again.
+    pub fn changes(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
     }
 
     /// The cached object `name` (in `namespace`) of a built-in resource, parsed; `None`
@@ -479,7 +501,16 @@ impl WatchCache {
             },
         };
         match built {
-            Ok(event) => cache.apply(event),
+            Ok(event) => {
+                if self.changes.receiver_count() > 0 {
+                    let _ = self.changes.send(Change {
+                        def,
+                        namespace: event.object.namespace().map(Arc::from),
+                        kind: event.kind,
+                    });
+                }
+                cache.apply(event)
+            }
             Err(error) => {
                 tracing::warn!(key = %String::from_utf8_lossy(&event.kv.key), %error, "skipping a stored object")
             }

@@ -20,6 +20,7 @@ mod token;
 mod watch;
 mod write;
 
+pub use body::parse_bytes as parse_body;
 pub use service::first_ip as first_service_ip;
 
 use crate::auth::User;
@@ -53,6 +54,10 @@ pub struct Call<'a> {
     pub body: Bytes,
     /// Warnings for the client gathered on the way (admission), sent as `Warning` headers.
     pub warnings: Mutex<Vec<String>>,
+    /// Annotations for the audit record (admission plugins' findings).
+    pub annotations: Mutex<Vec<(String, String)>>,
+    /// Guards that must live as long as the request (quota charges in flight).
+    pub held: Mutex<Vec<Box<dyn std::any::Any + Send>>>,
 }
 
 impl<'a> Call<'a> {
@@ -87,6 +92,20 @@ impl<'a> Call<'a> {
         }
     }
 
+    /// Adds an annotation to the request's audit record.
+    pub fn annotate(&self, key: String, value: String) {
+        if let Ok(mut annotations) = self.annotations.lock() {
+            annotations.push((key, value));
+        }
+    }
+
+    /// Keeps `guard` alive until the request ends.
+    pub fn hold(&self, guard: Box<dyn std::any::Any + Send>) {
+        if let Ok(mut held) = self.held.lock() {
+            held.push(guard);
+        }
+    }
+
     /// The same request for another object (collection deletes run one delete per item).
     pub fn for_object(&self, namespace: Option<String>, name: &str) -> Call<'a> {
         Call {
@@ -103,11 +122,13 @@ impl<'a> Call<'a> {
             headers: self.headers.clone(),
             body: Bytes::new(),
             warnings: Mutex::new(Vec::new()),
+            annotations: Mutex::new(Vec::new()),
+            held: Mutex::new(Vec::new()),
         }
     }
 }
 
-/// Serves a resource request.
+/// Serves a resource request; also gives the audit annotations gathered on the way.
 pub async fn serve(
     server: &Server,
     user: Arc<User>,
@@ -115,17 +136,19 @@ pub async fn serve(
     query: Query,
     headers: HeaderMap,
     body: Bytes,
-) -> Response {
+) -> (Response, Vec<(String, String)>) {
     let call = match resolve(server, user, request, query, headers, body) {
         Ok(call) => call,
-        Err(status) => return response::error(&status),
+        Err(status) => return (response::error(&status), Vec::new()),
     };
     let result = dispatch(&call).await;
     let warnings = call.warnings.into_inner().unwrap_or_default();
-    match result {
+    let annotations = call.annotations.into_inner().unwrap_or_default();
+    let response = match result {
         Ok(response) => response::with_warnings(response, &warnings),
         Err(status) => response::with_warnings(response::error(&status), &warnings),
-    }
+    };
+    (response, annotations)
 }
 
 fn resolve(
@@ -179,6 +202,8 @@ fn resolve(
         headers,
         body,
         warnings: Mutex::new(Vec::new()),
+        annotations: Mutex::new(Vec::new()),
+        held: Mutex::new(Vec::new()),
     })
 }
 
@@ -206,6 +231,59 @@ async fn dispatch(call: &Call<'_>) -> Result<Response, Status> {
     }
 }
 
+/// A request made by the server itself, as `system:apiserver` (bootstrap objects, the
+/// status keepers, quota admission's usage records). It goes through the same strategy,
+/// validation and admission as a client's.
+pub fn internal_call<'a>(
+    server: &'a Server,
+    def: &'static ResourceDef,
+    verb: Verb,
+    namespace: Option<&str>,
+    subresource: Option<Subresource>,
+) -> Result<Call<'a>, Status> {
+    let cache = server
+        .cache
+        .resource(def)
+        .ok_or_else(|| Status::internal(format!("no cache for {}", def.group_resource())))?;
+    Ok(Call {
+        server,
+        user: server.apiserver_user.clone(),
+        def,
+        cache,
+        verb,
+        subresource,
+        namespace: namespace.map(str::to_string),
+        name: None,
+        query: Query::default(),
+        output: Output::Json,
+        headers: HeaderMap::new(),
+        body: Bytes::new(),
+        warnings: Mutex::new(Vec::new()),
+        annotations: Mutex::new(Vec::new()),
+        held: Mutex::new(Vec::new()),
+    })
+}
+
+/// Replaces an object's status, on the object at `precondition` (a resourceVersion) when
+/// given (409 if it moved on), else on whatever is current.
+pub async fn update_status(
+    call: &Call<'_>,
+    name: &str,
+    precondition: Option<&str>,
+    status: serde_json::Value,
+) -> Result<serde_json::Value, Status> {
+    let def = call.storage();
+    let (updated, _) = write::guaranteed_update(call, name, precondition, |current| {
+        let mut new = current.clone();
+        new["status"] = status.clone();
+        let mut new = strategy::prepare_status_update(def, &new, current)?;
+        managed::record(call, Some(current), &mut new, Some("status"))?;
+        Ok(new)
+    })
+    .await?;
+    Ok(updated)
+}
+
 /// Creates an object from within the server (or, with `update`, brings an existing one's
 /// content up to date), through the same strategy and validation as a client's request.
 pub async fn ensure(
@@ -214,27 +292,9 @@ pub async fn ensure(
     object: serde_json::Value,
     update: bool,
 ) -> Result<serde_json::Value, Status> {
-    let cache = server
-        .cache
-        .resource(def)
-        .ok_or_else(|| Status::internal(format!("no cache for {}", def.group_resource())))?;
     let namespace = kyb_api::meta::namespace(&object).map(str::to_string);
     let name = kyb_api::meta::name(&object).unwrap_or_default().to_string();
-    let call = Call {
-        server,
-        user: server.apiserver_user.clone(),
-        def,
-        cache,
-        verb: Verb::Create,
-        subresource: None,
-        namespace,
-        name: None,
-        query: Query::default(),
-        output: Output::Json,
-        headers: HeaderMap::new(),
-        body: Bytes::new(),
-        warnings: Mutex::new(Vec::new()),
-    };
+    let call = internal_call(server, def, Verb::Create, namespace.as_deref(), None)?;
     let (object, _) = body::normalize(&call, object, def.group, def.version, def.kind)?;
     match write::create_object(&call, object.clone(), true).await {
         Err(status) if status.code == 409 && update => {

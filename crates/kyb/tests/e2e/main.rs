@@ -3,6 +3,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod admission;
+mod at_rest;
+mod audit;
 mod authorization;
 mod cli;
 mod client;

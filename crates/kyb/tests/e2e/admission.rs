@@ -1,0 +1,314 @@
+//! The built-in admission plugins, seen from kubectl: what they add to objects, what they
+//! refuse and with which words, and the warnings they send.
+
+use crate::cluster::Cluster;
+use std::process::Output;
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn pod_security_enforces_warns_and_checks_existing_pods() {
+    let cluster = Cluster::start();
+    cluster.kubectl_ok(&["create", "namespace", "secure"]);
+    cluster.kubectl_ok(&[
+        "label",
+        "namespace",
+        "secure",
+        "pod-security.kubernetes.io/enforce=baseline",
+        "pod-security.kubernetes.io/warn=restricted",
+    ]);
+    // Baseline allows a plain pod; restricted warns about it.
+    let output = cluster.kubectl(&["run", "plain", "--image=busybox", "-n", "secure"]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        text(&output).contains(r#"Warning: would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "plain" must set securityContext.allowPrivilegeEscalation=false)"#),
+        "{}",
+        text(&output)
+    );
+    // A privileged pod violates baseline: refused, nothing stored.
+    let privileged = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"root","namespace":"secure"},"spec":{"hostNetwork":true,"containers":[{"name":"c","image":"busybox","securityContext":{"privileged":true}}]}}"#;
+    let path = cluster.write_file("privileged.json", privileged);
+    let output = cluster.kubectl(&["create", "-f", path.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output).contains(r#"pods "root" is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true), privileged (container "c" must not set securityContext.privileged=true)"#),
+        "{}",
+        text(&output)
+    );
+    assert!(
+        !cluster
+            .kubectl(&["get", "pod", "root", "-n", "secure"])
+            .status
+            .success()
+    );
+    // Workloads are warned about, never refused.
+    let output = cluster.kubectl(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx",
+        "-n",
+        "secure",
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        text(&output).contains("would violate PodSecurity"),
+        "{}",
+        text(&output)
+    );
+    // Tightening enforce warns about the pods already there.
+    let output = cluster.kubectl(&[
+        "label",
+        "namespace",
+        "secure",
+        "pod-security.kubernetes.io/enforce=restricted",
+        "--overwrite",
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(
+        text(&output).contains(r#"existing pods in namespace "secure" violate the new PodSecurity enforce level "restricted:latest""#),
+        "{}",
+        text(&output)
+    );
+    assert!(
+        text(&output).contains("plain: allowPrivilegeEscalation != false"),
+        "{}",
+        text(&output)
+    );
+    // A bad level is refused as invalid.
+    let output = cluster.kubectl(&[
+        "label",
+        "namespace",
+        "secure",
+        "pod-security.kubernetes.io/enforce=strict",
+        "--overwrite",
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output).contains("must be one of privileged, baseline, restricted"),
+        "{}",
+        text(&output)
+    );
+    // A restricted-conforming pod is admitted.
+    let good = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"good","namespace":"secure"},"spec":{"securityContext":{"runAsNonRoot":true,"seccompProfile":{"type":"RuntimeDefault"}},"containers":[{"name":"c","image":"busybox","securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]}}"#;
+    let path = cluster.write_file("good.json", good);
+    let output = cluster.kubectl(&["create", "-f", path.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(!text(&output).contains("Warning"), "{}", text(&output));
+}
+
+/// Waits until `kubectl get <args>` prints `want`.
+fn wait_output(cluster: &Cluster, args: &[&str], want: &str) {
+    let deadline = std::time::Instant::now() + crate::cluster::DEADLINE;
+    loop {
+        let output = cluster.kubectl(args);
+        let got = String::from_utf8_lossy(&output.stdout).to_string();
+        if got == want {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "kubectl {args:?}: want {want:?}, still {got:?} {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn resource_quota_holds_under_concurrent_creates_and_recovers_after_deletes() {
+    let cluster = Cluster::start();
+    cluster.kubectl_ok(&["create", "namespace", "q"]);
+    cluster.kubectl_ok(&[
+        "create",
+        "quota",
+        "objects",
+        "-n",
+        "q",
+        "--hard=configmaps=5,pods=2,requests.cpu=1",
+    ]);
+    // The keeper fills in the status; until then the quota constrains nothing.
+    wait_output(
+        &cluster,
+        &[
+            "get",
+            "quota",
+            "objects",
+            "-n",
+            "q",
+            "-o",
+            "jsonpath={.status.used.configmaps}",
+        ],
+        "0",
+    );
+
+    // 16 clients create 16 ConfigMaps at once: exactly 5 may exist.
+    let connector = cluster.connector(crate::cluster::Who::Admin);
+    let handles: Vec<_> = (0..16)
+        .map(|i| {
+            let connector = connector.clone();
+            std::thread::spawn(move || {
+                let body = format!(
+                    r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm-{i}"}}}}"#
+                );
+                let request = format!(
+                    "POST /api/v1/namespaces/q/configmaps HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                connector.send(request.as_bytes())
+            })
+        })
+        .collect();
+    let responses: Vec<String> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let created = responses
+        .iter()
+        .filter(|r| r.starts_with("HTTP/1.1 201"))
+        .count();
+    let refused: Vec<&String> = responses
+        .iter()
+        .filter(|r| r.starts_with("HTTP/1.1 403"))
+        .collect();
+    assert_eq!(created, 5, "{responses:#?}");
+    assert_eq!(refused.len(), 11, "{responses:#?}");
+    assert!(
+        refused[0].contains("exceeded quota: objects, requested: configmaps=1, used: configmaps=5, limited: configmaps=5"),
+        "{}",
+        refused[0]
+    );
+    let listed = cluster.kubectl_ok(&["get", "configmaps", "-n", "q", "-o", "name"]);
+    assert_eq!(listed.lines().count(), 5, "{listed}");
+    assert_eq!(
+        cluster.kubectl_ok(&[
+            "get",
+            "quota",
+            "objects",
+            "-n",
+            "q",
+            "-o",
+            "jsonpath={.status.used.configmaps}"
+        ]),
+        "5"
+    );
+
+    // Compute: pods must state what the quota limits, and may not exceed it.
+    let output = cluster.kubectl(&["run", "bare", "--image=busybox", "-n", "q"]);
+    assert!(
+        text(&output).contains(r#"pods "bare" is forbidden: failed quota: objects: must specify requests.cpu for: bare"#),
+        "{}",
+        text(&output)
+    );
+    let pod = |name: &str, cpu: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"q"}},"spec":{{"containers":[{{"name":"c","image":"busybox","resources":{{"requests":{{"cpu":"{cpu}"}}}}}}]}}}}"#
+        )
+    };
+    cluster.kubectl_stdin(&["create", "-f", "-"], &pod("small", "600m"));
+    let path = cluster.write_file("big.json", &pod("big", "500m"));
+    let output = cluster.kubectl(&["create", "-f", path.to_str().unwrap()]);
+    assert!(
+        text(&output).contains("exceeded quota: objects, requested: requests.cpu=500m, used: requests.cpu=600m, limited: requests.cpu=1"),
+        "{}",
+        text(&output)
+    );
+
+    // Deleting gives the room back (the keeper recalculates).
+    cluster.kubectl_ok(&[
+        "delete",
+        "configmap",
+        "cm-0",
+        "cm-1",
+        "cm-2",
+        "-n",
+        "q",
+        "--ignore-not-found",
+    ]);
+    let remaining = cluster
+        .kubectl_ok(&["get", "configmaps", "-n", "q", "-o", "name"])
+        .lines()
+        .count();
+    wait_output(
+        &cluster,
+        &[
+            "get",
+            "quota",
+            "objects",
+            "-n",
+            "q",
+            "-o",
+            "jsonpath={.status.used.configmaps}",
+        ],
+        &remaining.to_string(),
+    );
+    cluster.kubectl_ok(&[
+        "delete",
+        "pod",
+        "small",
+        "-n",
+        "q",
+        "--grace-period=0",
+        "--force",
+    ]);
+    wait_output(
+        &cluster,
+        &[
+            "get",
+            "quota",
+            "objects",
+            "-n",
+            "q",
+            "-o",
+            "jsonpath={.status.used.requests\\.cpu}",
+        ],
+        "0",
+    );
+    cluster.kubectl_ok(&["create", "-f", path.to_str().unwrap()]);
+    let describe = cluster.kubectl_ok(&["describe", "quota", "objects", "-n", "q"]);
+    assert!(describe.contains("requests.cpu  500m  1"), "{describe}");
+}
+
+#[test]
+fn limit_ranges_default_and_bound_containers() {
+    let cluster = Cluster::start();
+    cluster.kubectl_stdin(
+        &["create", "-f", "-"],
+        r#"{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"limits"},"spec":{"limits":[{"type":"Container","default":{"cpu":"500m","memory":"256Mi"},"defaultRequest":{"cpu":"100m","memory":"64Mi"},"max":{"cpu":"1"},"min":{"cpu":"50m"}}]}}"#,
+    );
+    cluster.kubectl_ok(&["run", "plain", "--image=busybox"]);
+    let resources = cluster.kubectl_ok(&[
+        "get",
+        "pod",
+        "plain",
+        "-o",
+        "jsonpath={.spec.containers[0].resources}",
+    ]);
+    let resources: serde_json::Value = serde_json::from_str(&resources).unwrap();
+    assert_eq!(
+        resources,
+        serde_json::json!({"limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "100m", "memory": "64Mi"}})
+    );
+    assert_eq!(
+        cluster.kubectl_ok(&[
+            "get",
+            "pod",
+            "plain",
+            "-o",
+            "jsonpath={.metadata.annotations.kubernetes\\.io/limit-ranger}"
+        ]),
+        "LimitRanger plugin set: cpu, memory request for container plain; cpu, memory limit for container plain"
+    );
+    let greedy = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"greedy"},"spec":{"containers":[{"name":"c","image":"busybox","resources":{"limits":{"cpu":"2"},"requests":{"cpu":"10m"}}}]}}"#;
+    let path = cluster.write_file("greedy.json", greedy);
+    let output = cluster.kubectl(&["create", "-f", path.to_str().unwrap()]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output).contains(r#"pods "greedy" is forbidden: [minimum cpu usage per Container is 50m, but request is 10m, maximum cpu usage per Container is 1, but limit is 2]"#),
+        "{}",
+        text(&output)
+    );
+}
