@@ -1,7 +1,8 @@
 //! What exists in every cluster from the first start: the namespaces `default`,
 //! `kube-system`, `kube-public` and `kube-node-lease`, and the `kubernetes` service in
 //! `default` (the first ClusterIP) with its Endpoints and EndpointSlice pointing at this
-//! API server; and the default RBAC roles and bindings (created when missing; the
+//! API server; the system PriorityClasses (`system-cluster-critical`,
+//! `system-node-critical`); and the default RBAC roles and bindings (created when missing; the
 //! aggregated ClusterRoles `admin`, `edit`, `view` with their aggregated rules filled in).
 
 use crate::rest;
@@ -72,6 +73,11 @@ async fn try_run(server: &Server) -> Result<(), kyb_api::Status> {
     });
     rest::ensure(server, find("", "v1", "services")?, service, true).await?;
     rbac_policy(server).await?;
+    let classes = registry::find("scheduling.k8s.io", "v1", "priorityclasses")
+        .ok_or_else(|| kyb_api::Status::internal("priorityclasses is not registered"))?;
+    for class in kyb_admission::priority::system_priority_classes() {
+        ignore_exists(rest::ensure(server, classes, class, false).await)?;
+    }
     // Where the API server can be reached from pods: worth a warning, not a refusal to serve.
     for (object, resource) in [
         (endpoints, find("", "v1", "endpoints")?),

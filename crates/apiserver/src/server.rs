@@ -82,6 +82,8 @@ pub struct Security {
     pub admission: crate::admission::Chain,
     /// Where audit events go, if anywhere.
     pub auditor: Option<Arc<Auditor>>,
+    /// The cluster CA (PEM), published to every namespace for pods to trust.
+    pub ca_pem: String,
 }
 
 /// How long a client gets to finish the TLS handshake.
@@ -101,6 +103,7 @@ pub struct Server {
     pub authorizer: auth::Authorizer,
     pub admission: crate::admission::Chain,
     pub auditor: Option<Arc<Auditor>>,
+    pub ca_pem: String,
     /// Writes charged to quotas and not stored yet (see the quota keeper).
     pub quota_inflight: Arc<crate::keepers::quota::Inflight>,
     /// The identity of the server's own writes.
@@ -137,6 +140,7 @@ impl ApiServer {
         let cache = WatchCache::start(store.clone()).await?;
         let advertise_address = advertise_address(&config);
         let rbac = auth::Rbac::start(&cache);
+        let nodes = auth::NodeAuthorizer::start(&cache);
         let server = Arc::new(Server {
             store,
             cache,
@@ -146,9 +150,10 @@ impl ApiServer {
             service_allocation: Mutex::new(()),
             openapi: Arc::new(crate::openapi::documents()),
             authenticator: security.authenticator,
-            authorizer: auth::Authorizer { rbac },
+            authorizer: auth::Authorizer { nodes, rbac },
             admission: security.admission,
             auditor: security.auditor,
+            ca_pem: security.ca_pem,
             quota_inflight: Arc::default(),
             apiserver_user: Arc::new(User::apiserver()),
             inflight: Arc::new(Semaphore::new(config.max_requests_in_flight)),
@@ -240,7 +245,7 @@ impl ApiServer {
             let server = server.clone();
             async move {
                 bootstrap::run(&server).await;
-                crate::keepers::start(&server);
+                crate::keepers::start(&server).await;
                 server.ready.store(true, Ordering::Release);
                 if let Some(address) = address {
                     ready(address);
@@ -352,7 +357,10 @@ async fn pipeline(
         Err(status) => return response::error(&status),
     };
     let attributes = match &target {
-        Target::Resource(resource) => Attributes::Resource(resource),
+        Target::Resource(resource) => Attributes::Resource {
+            request: resource,
+            field_selector: query.value("fieldSelector").unwrap_or_default(),
+        },
         Target::NonResource => Attributes::NonResource {
             verb: non_resource_verb(&parts.method),
             path: parts.uri.path(),

@@ -73,6 +73,7 @@ pub async fn run(args: ServerArgs, data_dir: Option<PathBuf>) -> anyhow::Result<
         },
         admission: kyb_apiserver::admission::Chain::default_plugins(),
         auditor: auditor(&args)?,
+        ca_pem: pki.ca_pem().to_string(),
     };
     let apiserver = ApiServer::start(store.clone(), config, security)
         .await

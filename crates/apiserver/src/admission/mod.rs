@@ -15,10 +15,12 @@
 //! actually replaces), before deletes, and for the CREATE-like subresources (binding,
 //! eviction, token) with their own request objects.
 
+mod kube;
 mod limit_ranger;
 mod namespace;
 mod pod_security;
 mod resource_quota;
+mod webhook;
 
 use crate::auth::User;
 use crate::rest::Call;
@@ -135,11 +137,20 @@ pub struct Chain {
 impl Chain {
     /// Kubernetes' default plugins, in order.
     pub fn default_plugins() -> Chain {
+        let webhooks = Arc::new(webhook::Webhooks::default());
         Chain {
             plugins: vec![
                 Arc::new(namespace::NamespaceLifecycle),
                 Arc::new(limit_ranger::LimitRanger),
+                Arc::new(kube::ServiceAccount),
+                Arc::new(kube::NodeRestriction),
+                Arc::new(kube::TaintNodesByCondition),
                 Arc::new(pod_security::PodSecurity::default()),
+                Arc::new(kube::Priority),
+                Arc::new(kube::DefaultTolerationSeconds),
+                Arc::new(kube::DefaultStorageClass),
+                Arc::new(webhook::MutatingWebhooks(webhooks.clone())),
+                Arc::new(webhook::ValidatingWebhooks(webhooks)),
                 Arc::new(resource_quota::ResourceQuota),
             ],
         }

@@ -5,6 +5,7 @@
 mod authn;
 mod authz;
 mod impersonation;
+mod node;
 mod rbac;
 mod service_account;
 mod tokens;
@@ -12,6 +13,7 @@ mod tokens;
 pub use authn::{AUTHENTICATED, Authenticator, User};
 pub use authz::{Attributes, Authorizer, resource_attributes};
 pub use impersonation::impersonate;
+pub use node::NodeAuthorizer;
 pub use rbac::Rbac;
 pub use service_account::{BoundObject, ServiceAccountTokens, TokenSpec};
 pub(crate) use service_account::{DEFAULT_EXPIRATION, ISSUER, MIN_EXPIRATION};

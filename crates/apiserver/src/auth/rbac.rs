@@ -1,17 +1,14 @@
 //! The RBAC authorizer: a [`kyb_rbac::Policy`] kept current from the watch cache's Roles,
 //! ClusterRoles, RoleBindings and ClusterRoleBindings, asked on every request.
 //!
-//! The current state is loaded when the server starts, before it serves anything; a task
-//! then applies each change. If that task falls behind the cache's event stream, it
-//! reloads everything, so the policy never silently misses a change.
+//! The current state is loaded when the server starts, before it serves anything, then
+//! kept current by following the cache (`crate::cache::follow`).
 
-use crate::cache::object::Filter;
 use crate::cache::{CacheEvent, EventType, WatchCache};
 use kyb_api::registry::{self, ResourceDef};
 use kyb_rbac::Policy;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
-use tokio::sync::broadcast::error::RecvError;
 
 const RESOURCES: [&str; 4] = [
     "roles",
@@ -43,45 +40,18 @@ impl Rbac {
                 tracing::error!(resource, "RBAC resource not registered");
                 continue;
             };
-            let Some(cache) = cache.resource(def).cloned() else {
+            let Some(resource) = cache.resource(def) else {
                 tracing::error!(resource, "no cache for an RBAC resource");
                 continue;
             };
-            let subscribe = {
-                let cache = cache.clone();
-                move || cache.subscribe_with_state(&def.list_prefix(None), &Filter::default(), 0)
-            };
-            let mut subscription = subscribe();
-            rbac.apply_all(def, &subscription.initial, true);
-            let follower = rbac.clone();
-            tokio::spawn(async move {
-                loop {
-                    match subscription.events.recv().await {
-                        Ok(event) => follower.apply_all(def, std::slice::from_ref(&event), false),
-                        Err(RecvError::Lagged(_)) => {
-                            tracing::warn!(
-                                resource = def.plural,
-                                "RBAC follower lagged; reloading"
-                            );
-                            subscription = subscribe();
-                            follower.forget(def);
-                            follower.apply_all(def, &subscription.initial, true);
-                        }
-                        Err(RecvError::Closed) => {
-                            // The cache restarts its streams on reload: start over.
-                            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                            subscription = subscribe();
-                            follower.forget(def);
-                            follower.apply_all(def, &subscription.initial, true);
-                        }
-                    }
-                }
-            });
+            crate::cache::follow(resource, def, rbac.clone());
         }
         rbac
     }
+}
 
-    fn apply_all(&self, def: &'static ResourceDef, events: &[Arc<CacheEvent>], initial: bool) {
+impl crate::cache::Follower for Rbac {
+    fn apply(&self, def: &'static ResourceDef, events: &[Arc<CacheEvent>], initial: bool) {
         let Ok(mut state) = self.state.write() else {
             return;
         };
@@ -116,7 +86,6 @@ impl Rbac {
         }
     }
 
-    /// Drops every object of one resource (before reloading it).
     fn forget(&self, def: &'static ResourceDef) {
         let Ok(mut state) = self.state.write() else {
             return;
@@ -131,7 +100,9 @@ impl Rbac {
             };
         }
     }
+}
 
+impl Rbac {
     /// What `user` in `groups` may do in `namespace` (SelfSubjectRulesReview).
     pub fn rules_for(
         &self,

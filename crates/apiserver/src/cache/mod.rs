@@ -7,7 +7,10 @@
 //! window of recent events so watches can resume from a `resourceVersion`, and fans its
 //! events out to any number of watchers through one broadcast channel.
 
+mod follow;
 pub mod object;
+
+pub use follow::{Follower, follow};
 
 use kyb_api::ResourceDef;
 use kyb_api::registry::BUILTIN;
@@ -123,6 +126,12 @@ impl ResourceCache {
         self.state
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The revision of the last change applied to this resource's objects: what derived
+    /// indexes compare to know they are stale.
+    pub fn last_applied(&self) -> Revision {
+        self.read().last_applied
     }
 
     pub fn get(&self, key: &str) -> Option<Arc<CachedObject>> {
@@ -287,6 +296,7 @@ pub struct Change {
     /// The storage form of the resource (shared prefixes name one of their resources).
     pub def: &'static ResourceDef,
     pub namespace: Option<Arc<str>>,
+    pub name: Option<Arc<str>>,
     pub kind: EventType,
 }
 
@@ -502,14 +512,17 @@ impl WatchCache {
         };
         match built {
             Ok(event) => {
-                if self.changes.receiver_count() > 0 {
-                    let _ = self.changes.send(Change {
-                        def,
-                        namespace: event.object.namespace().map(Arc::from),
-                        kind: event.kind,
-                    });
+                // Told after the cache holds the change, so a keeper reading it sees it.
+                let change = (self.changes.receiver_count() > 0).then(|| Change {
+                    def,
+                    namespace: event.object.namespace().map(Arc::from),
+                    name: Some(Arc::from(event.object.name())),
+                    kind: event.kind,
+                });
+                cache.apply(event);
+                if let Some(change) = change {
+                    let _ = self.changes.send(change);
                 }
-                cache.apply(event)
             }
             Err(error) => {
                 tracing::warn!(key = %String::from_utf8_lossy(&event.kv.key), %error, "skipping a stored object")

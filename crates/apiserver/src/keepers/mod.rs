@@ -5,16 +5,22 @@
 //!
 //! - [`quota`]: ResourceQuota `status.hard`/`status.used` recalculated from the objects a
 //!   quota counts (admission only ever raises usage; this brings it down again).
+//! - [`service_accounts`]: the `default` ServiceAccount and the `kube-root-ca.crt`
+//!   ConfigMap in every namespace (pods are refused without their account).
 //!
 //! In Kubernetes these belong to the controller manager; they move there when it lands
 //! (issue 7), and stay until then because admission needs them now.
 
 pub mod quota;
+pub mod service_accounts;
 
 use crate::server::Server;
 use std::sync::Arc;
 
-/// Starts every keeper; they run until the process ends.
-pub fn start(server: &Arc<Server>) {
+/// Brings what the keepers keep up to date, then starts them; they run until the process
+/// ends.
+pub async fn start(server: &Arc<Server>) {
+    service_accounts::ensure_all(server).await;
+    tokio::spawn(service_accounts::run(server.clone()));
     tokio::spawn(quota::run(server.clone()));
 }

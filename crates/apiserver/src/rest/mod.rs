@@ -20,7 +20,7 @@ mod token;
 mod watch;
 mod write;
 
-pub use body::parse_bytes as parse_body;
+pub use body::{normalize as normalize_body, parse_bytes as parse_body};
 pub use service::first_ip as first_service_ip;
 
 use crate::auth::User;

@@ -131,9 +131,10 @@ fn resource_quota_holds_under_concurrent_creates_and_recovers_after_deletes() {
         "objects",
         "-n",
         "q",
-        "--hard=configmaps=5,pods=2,requests.cpu=1",
+        "--hard=configmaps=6,pods=2,requests.cpu=1",
     ]);
-    // The keeper fills in the status; until then the quota constrains nothing.
+    // The keeper fills in the status (the namespace's kube-root-ca.crt counts); until
+    // then the quota constrains nothing.
     wait_output(
         &cluster,
         &[
@@ -145,10 +146,10 @@ fn resource_quota_holds_under_concurrent_creates_and_recovers_after_deletes() {
             "-o",
             "jsonpath={.status.used.configmaps}",
         ],
-        "0",
+        "1",
     );
 
-    // 16 clients create 16 ConfigMaps at once: exactly 5 may exist.
+    // 16 clients create 16 ConfigMaps at once: exactly 5 more may exist.
     let connector = cluster.connector(crate::cluster::Who::Admin);
     let handles: Vec<_> = (0..16)
         .map(|i| {
@@ -177,12 +178,12 @@ fn resource_quota_holds_under_concurrent_creates_and_recovers_after_deletes() {
     assert_eq!(created, 5, "{responses:#?}");
     assert_eq!(refused.len(), 11, "{responses:#?}");
     assert!(
-        refused[0].contains("exceeded quota: objects, requested: configmaps=1, used: configmaps=5, limited: configmaps=5"),
+        refused[0].contains("exceeded quota: objects, requested: configmaps=1, used: configmaps=6, limited: configmaps=6"),
         "{}",
         refused[0]
     );
     let listed = cluster.kubectl_ok(&["get", "configmaps", "-n", "q", "-o", "name"]);
-    assert_eq!(listed.lines().count(), 5, "{listed}");
+    assert_eq!(listed.lines().count(), 6, "{listed}");
     assert_eq!(
         cluster.kubectl_ok(&[
             "get",
@@ -193,7 +194,7 @@ fn resource_quota_holds_under_concurrent_creates_and_recovers_after_deletes() {
             "-o",
             "jsonpath={.status.used.configmaps}"
         ]),
-        "5"
+        "6"
     );
 
     // Compute: pods must state what the quota limits, and may not exceed it.
@@ -311,4 +312,256 @@ fn limit_ranges_default_and_bound_containers() {
         "{}",
         text(&output)
     );
+}
+
+#[test]
+fn built_in_plugins_fill_in_pods_nodes_and_claims() {
+    let cluster = Cluster::start();
+    cluster.kubectl_ok(&["run", "plain", "--image=busybox"]);
+    let pod: serde_json::Value =
+        serde_json::from_str(&cluster.kubectl_ok(&["get", "pod", "plain", "-o", "json"])).unwrap();
+    let spec = &pod["spec"];
+    // ServiceAccount: the default account and its token volume, mounted.
+    assert_eq!(spec["serviceAccountName"], "default");
+    let volume = &spec["volumes"][0];
+    let volume_name = volume["name"].as_str().unwrap();
+    assert!(volume_name.starts_with("kube-api-access-") && volume_name.len() == 21);
+    assert_eq!(
+        volume["projected"]["sources"][0]["serviceAccountToken"],
+        serde_json::json!({"expirationSeconds": 3607, "path": "token"})
+    );
+    assert_eq!(
+        spec["containers"][0]["volumeMounts"][0],
+        serde_json::json!({"mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "name": volume_name, "readOnly": true})
+    );
+    // DefaultTolerationSeconds and Priority.
+    assert_eq!(
+        spec["tolerations"],
+        serde_json::json!([
+            {"effect": "NoExecute", "key": "node.kubernetes.io/not-ready", "operator": "Exists", "tolerationSeconds": 300},
+            {"effect": "NoExecute", "key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": 300},
+        ])
+    );
+    assert_eq!(
+        (spec["priority"].clone(), spec["preemptionPolicy"].clone()),
+        (
+            serde_json::json!(0),
+            serde_json::json!("PreemptLowerPriority")
+        )
+    );
+    // A pod needs its account to exist.
+    let output = cluster.kubectl(&[
+        "run",
+        "ghostly",
+        "--image=busybox",
+        "--overrides",
+        r#"{"spec":{"serviceAccountName":"ghost"}}"#,
+    ]);
+    assert!(
+        text(&output).contains(r#"pods "ghostly" is forbidden: error looking up service account default/ghost: serviceaccount "ghost" not found"#),
+        "{}",
+        text(&output)
+    );
+    // A new namespace's pods find their default account at once.
+    cluster.kubectl_ok(&["create", "namespace", "fresh"]);
+    cluster.kubectl_ok(&["run", "early", "--image=busybox", "-n", "fresh"]);
+
+    // Priority classes: the system ones exist; a class gives its value; unknown classes
+    // and a second global default are refused.
+    assert_eq!(
+        cluster.kubectl_ok(&[
+            "get",
+            "priorityclass",
+            "system-node-critical",
+            "-o",
+            "jsonpath={.value}"
+        ]),
+        "2000001000"
+    );
+    cluster.kubectl_ok(&["create", "priorityclass", "high", "--value=1000"]);
+    cluster.kubectl_ok(&[
+        "create",
+        "priorityclass",
+        "usual",
+        "--value=10",
+        "--global-default",
+    ]);
+    cluster.kubectl_ok(&[
+        "run",
+        "important",
+        "--image=x",
+        "--overrides",
+        r#"{"spec":{"priorityClassName":"high"}}"#,
+    ]);
+    assert_eq!(
+        cluster.kubectl_ok(&["get", "pod", "important", "-o", "jsonpath={.spec.priority}"]),
+        "1000"
+    );
+    cluster.kubectl_ok(&["run", "ordinary", "--image=x"]);
+    assert_eq!(
+        cluster.kubectl_ok(&[
+            "get",
+            "pod",
+            "ordinary",
+            "-o",
+            "jsonpath={.spec.priorityClassName}/{.spec.priority}"
+        ]),
+        "usual/10"
+    );
+    let output = cluster.kubectl(&[
+        "run",
+        "unknown",
+        "--image=x",
+        "--overrides",
+        r#"{"spec":{"priorityClassName":"nope"}}"#,
+    ]);
+    assert!(
+        text(&output).contains("no PriorityClass with name nope was found"),
+        "{}",
+        text(&output)
+    );
+    let output = cluster.kubectl(&[
+        "create",
+        "priorityclass",
+        "another",
+        "--value=1",
+        "--global-default",
+    ]);
+    assert!(
+        text(&output).contains(
+            "PriorityClass usual is already marked as default. Only one default can exist"
+        ),
+        "{}",
+        text(&output)
+    );
+
+    // TaintNodesByCondition: a new node is not ready yet.
+    cluster.kubectl_stdin(
+        &["create", "-f", "-"],
+        r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}"#,
+    );
+    assert_eq!(
+        cluster.kubectl_ok(&["get", "node", "n1", "-o", "jsonpath={.spec.taints}"]),
+        r#"[{"effect":"NoSchedule","key":"node.kubernetes.io/not-ready"}]"#
+    );
+    // DefaultStorageClass: claims without a class get the default one.
+    cluster.kubectl_stdin(
+        &["create", "-f", "-"],
+        r#"{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"fast","annotations":{"storageclass.kubernetes.io/is-default-class":"true"}},"provisioner":"example.com/fast"}"#,
+    );
+    cluster.kubectl_stdin(
+        &["create", "-f", "-"],
+        r#"{"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"data"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}"#,
+    );
+    assert_eq!(
+        cluster.kubectl_ok(&[
+            "get",
+            "pvc",
+            "data",
+            "-o",
+            "jsonpath={.spec.storageClassName}"
+        ]),
+        "fast"
+    );
+}
+
+#[test]
+fn kubelets_reach_only_their_own_node_and_pods() {
+    let cluster = Cluster::start();
+    let n1 = cluster.user_kubeconfig("system:node:n1", &["system:nodes"]);
+    let as_n1 = |args: &[&str]| cluster.kubectl_as(&n1, args);
+    let node = |name: &str| {
+        format!(r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{name}"}}}}"#)
+    };
+    let create = |kubeconfig: &std::path::Path, json: &str| {
+        let path = cluster.write_file("object.json", json);
+        cluster.kubectl_as(kubeconfig, &["create", "-f", path.to_str().unwrap()])
+    };
+    // Its own Node, not another.
+    let output = create(&n1, &node("n1"));
+    assert!(output.status.success(), "{}", text(&output));
+    let output = create(&n1, &node("n2"));
+    assert!(!output.status.success());
+    assert!(
+        text(&output)
+            .contains(r#"nodes "n2" is forbidden: node "n1" is not allowed to modify node "n2""#),
+        "{}",
+        text(&output)
+    );
+    // Reserved labels are refused.
+    let output = as_n1(&[
+        "label",
+        "node",
+        "n1",
+        "node-restriction.kubernetes.io/role=db",
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output)
+            .contains("is not allowed to modify labels: node-restriction.kubernetes.io/role"),
+        "{}",
+        text(&output)
+    );
+
+    // Secrets only through the pods bound to it.
+    cluster.kubectl_ok(&["create", "secret", "generic", "mine", "--from-literal=k=v"]);
+    cluster.kubectl_ok(&[
+        "create",
+        "secret",
+        "generic",
+        "theirs",
+        "--from-literal=k=v",
+    ]);
+    cluster.kubectl_stdin(
+        &["create", "-f", "-"],
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"on-n1"},"spec":{"nodeName":"n1","containers":[{"name":"c","image":"x","env":[{"name":"K","valueFrom":{"secretKeyRef":{"name":"mine","key":"k"}}}]}]}}"#,
+    );
+    cluster.kubectl_stdin(
+        &["create", "-f", "-"],
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"elsewhere"},"spec":{"containers":[{"name":"c","image":"x"}]}}"#,
+    );
+    let deadline = std::time::Instant::now() + crate::cluster::DEADLINE;
+    while !as_n1(&["get", "secret", "mine"]).status.success() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the graph never saw the pod"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let output = as_n1(&["get", "secret", "theirs"]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output).contains(r#"secrets "theirs" is forbidden: User "system:node:n1" cannot get resource "secrets" in API group "" in the namespace "default": no relationship found between node 'n1' and this object"#),
+        "{}",
+        text(&output)
+    );
+    // Its pods by field selector, the status of its own pods only.
+    let output = as_n1(&[
+        "get",
+        "pods",
+        "-A",
+        "--field-selector",
+        "spec.nodeName=n1",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(text(&output), "pod/on-n1\n");
+    // (kubectl patch would read pods/status first, which kubelets may not; they write it.)
+    let status = |pod: &str| {
+        let mut object: serde_json::Value =
+            serde_json::from_str(&cluster.kubectl_ok(&["get", "pod", pod, "-o", "json"])).unwrap();
+        object["status"]["phase"] = "Running".into();
+        let path = cluster.write_file("status.json", &object.to_string());
+        as_n1(&[
+            "replace",
+            "--raw",
+            &format!("/api/v1/namespaces/default/pods/{pod}/status"),
+            "-f",
+            path.to_str().unwrap(),
+        ])
+    };
+    let output = status("on-n1");
+    assert!(output.status.success(), "{}", text(&output));
+    let output = status("elsewhere");
+    assert!(!output.status.success(), "{}", text(&output));
 }

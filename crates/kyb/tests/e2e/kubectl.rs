@@ -378,11 +378,13 @@ fn create_from_files_and_get_in_every_format() {
         cluster.kubectl_ok(&["create", "configmap", &format!("page-{i}"), "-n", "shop"]);
     }
     let chunked = cluster.kubectl_ok(&["get", "cm", "-n", "shop", "--chunk-size=2", "-o", "name"]);
-    let mut expected: Vec<String> = (0..7).map(|i| format!("configmap/page-{i}")).collect();
+    // Every namespace also holds the cluster CA's ConfigMap.
+    let mut expected = vec!["configmap/kube-root-ca.crt".to_string()];
+    expected.extend((0..7).map(|i| format!("configmap/page-{i}")));
     expected.push("configmap/settings".into());
     assert_eq!(chunked.lines().collect::<Vec<_>>(), expected);
     let table = rows(&cluster.kubectl_ok(&["get", "cm", "-n", "shop", "--chunk-size=3"]));
-    assert_eq!(table.len(), 9, "one header and eight rows: {table:?}");
+    assert_eq!(table.len(), 10, "one header and nine rows: {table:?}");
 }
 
 #[test]
@@ -444,7 +446,7 @@ fn delete_by_name_label_and_all() {
     let left = cluster.kubectl_ok(&["get", "cm", "-o", "name"]);
     assert_eq!(
         left.lines().collect::<Vec<_>>(),
-        vec!["configmap/c", "configmap/d"]
+        vec!["configmap/c", "configmap/d", "configmap/kube-root-ca.crt"]
     );
     cluster.kubectl_ok(&["delete", "configmap", "--all"]);
     let gone = cluster.kubectl(&["get", "configmap", "c"]);

@@ -15,4 +15,6 @@ mod kubectl;
 mod patch;
 mod security;
 mod service_accounts;
+mod webhook_server;
+mod webhooks;
 mod workflows;

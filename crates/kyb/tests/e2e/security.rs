@@ -68,7 +68,7 @@ fn plain_http_and_strangers_are_refused() {
             .lines()
             .find_map(|l| l.trim().strip_prefix("certificate-authority-data: "))
             .unwrap(),
-        &base64_of(other.ca_pem()),
+        &crate::webhook_server::base64(other.ca_pem().as_bytes()),
     );
     let path = cluster.write_file("forged.yaml", &forged);
     let output = std::process::Command::new("kubectl")
@@ -80,27 +80,6 @@ fn plain_http_and_strangers_are_refused() {
         String::from_utf8_lossy(&output.stderr).contains("certificate"),
         "{output:?}"
     );
-}
-
-fn base64_of(text: &str) -> String {
-    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in text.as_bytes().chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
 }
 
 #[test]

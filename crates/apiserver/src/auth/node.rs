@@ -1,0 +1,109 @@
+//! The Node authorizer: what each kubelet (`system:node:<name>` in `system:nodes`) may
+//! read — its own Node and Lease, the pods bound to it, and the secrets, configmaps,
+//! volumes and service-account tokens those pods use — from `kyb-admission`'s
+//! [`NodeGraph`], kept current by following pods, persistent volumes and the other
+//! resources the graph needs.
+
+use crate::cache::{CacheEvent, EventType, WatchCache};
+use kyb_admission::{NodeGraph, node_authorizer};
+use kyb_api::registry::{self, ResourceDef};
+use serde_json::json;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, RwLock};
+
+pub struct NodeAuthorizer {
+    state: RwLock<State>,
+}
+
+#[derive(Default)]
+struct State {
+    graph: NodeGraph,
+    /// The (namespace, name) of every object applied, by resource: what a reload removes.
+    known: HashMap<&'static str, BTreeSet<(String, String)>>,
+}
+
+impl NodeAuthorizer {
+    /// Loads the graph and follows changes.
+    pub fn start(cache: &WatchCache) -> Arc<NodeAuthorizer> {
+        let authorizer = Arc::new(NodeAuthorizer {
+            state: RwLock::new(State::default()),
+        });
+        for (group, plural) in node_authorizer::WATCHED_RESOURCES {
+            let Some(def) = registry::find_stored(group, plural) else {
+                continue;
+            };
+            if let Some(resource) = cache.resource(def) {
+                crate::cache::follow(resource, def, authorizer.clone());
+            }
+        }
+        authorizer
+    }
+
+    /// The decision for a request by `asked.user`; `NoOpinion` for anyone not a node.
+    pub fn decide(
+        &self,
+        asked: &kyb_rbac::Attributes<'_>,
+        field_selector: &str,
+    ) -> kyb_admission::Decision {
+        if !asked.groups.iter().any(|g| g == kyb_admission::NODES_GROUP) {
+            return kyb_admission::Decision::NoOpinion(String::new());
+        }
+        let attributes = kyb_admission::RequestAttributes {
+            verb: asked.verb,
+            namespace: asked.namespace,
+            api_group: asked.api_group,
+            resource: asked.resource,
+            subresource: asked.subresource,
+            name: asked.name,
+            field_selector,
+            path: asked.path,
+            resource_request: asked.resource_request,
+        };
+        match self.state.read() {
+            Ok(state) => state.graph.authorize(asked.user, asked.groups, &attributes),
+            Err(_) => kyb_admission::Decision::NoOpinion("the node graph is unavailable".into()),
+        }
+    }
+}
+
+impl crate::cache::Follower for NodeAuthorizer {
+    fn apply(&self, def: &'static ResourceDef, events: &[Arc<CacheEvent>], _initial: bool) {
+        let Ok(mut state) = self.state.write() else {
+            return;
+        };
+        let State { graph, known } = &mut *state;
+        let known = known.entry(def.plural).or_default();
+        for event in events {
+            let Ok(object) = event.object.value() else {
+                continue;
+            };
+            let id = (
+                event.object.namespace().unwrap_or_default().to_string(),
+                event.object.name().to_string(),
+            );
+            match event.kind {
+                EventType::Deleted => {
+                    graph.delete(def.plural, &object);
+                    known.remove(&id);
+                }
+                _ => {
+                    graph.apply(def.plural, &object);
+                    known.insert(id);
+                }
+            }
+        }
+    }
+
+    fn forget(&self, def: &'static ResourceDef) {
+        let Ok(mut state) = self.state.write() else {
+            return;
+        };
+        let State { graph, known } = &mut *state;
+        for (namespace, name) in known.remove(def.plural).unwrap_or_default() {
+            graph.delete(
+                def.plural,
+                &json!({"metadata": {"namespace": namespace, "name": name}}),
+            );
+        }
+    }
+}
