@@ -45,15 +45,67 @@ pub fn check(group: &str, kind: &str, object: &Value, errors: &[FieldError]) -> 
 }
 
 pub fn validate_create(def: &ResourceDef, object: &Value) -> Result<(), Status> {
-    let errors =
+    let mut errors =
         kyb_validation::validate_create(def.group, def.version, def.kind, def.namespaced, object);
+    errors.extend(cel_errors(def, object));
     check(def.group, def.kind, object, &errors)
 }
 
 pub fn validate_update(def: &ResourceDef, new: &Value, old: &Value) -> Result<(), Status> {
-    let errors =
+    let mut errors =
         kyb_validation::validate_update(def.group, def.version, def.kind, def.namespaced, new, old);
+    errors.extend(cel_errors(def, new));
     check(def.group, def.kind, new, &errors)
+}
+
+/// CEL expressions that do not compile, in admission policies and webhook match
+/// conditions (`kyb-validation` checks the rest of these kinds).
+fn cel_errors(def: &ResourceDef, object: &Value) -> Vec<FieldError> {
+    let found = match (def.group, def.kind) {
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            kyb_cel::check_policy(&object["spec"])
+        }
+        (
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
+        ) => object["webhooks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .filter(|(_, hook)| hook.get("matchConditions").is_some())
+            .flat_map(|(i, hook)| {
+                kyb_cel::check_match_conditions(
+                    &hook["matchConditions"],
+                    &format!("webhooks[{i}].matchConditions"),
+                )
+            })
+            .collect(),
+        _ => return Vec::new(),
+    };
+    found
+        .into_iter()
+        .map(|(field, detail)| FieldError {
+            kind: kyb_validation::ErrorKind::Invalid,
+            value: value_at(object, &field).cloned(),
+            field,
+            detail,
+        })
+        .collect()
+}
+
+/// The value at a field path such as `spec.validations[0].expression`.
+fn value_at<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut value = object;
+    for part in path.split('.') {
+        let (name, indexes) = part.split_once('[').unwrap_or((part, ""));
+        value = value.get(name)?;
+        for index in indexes.split('[').filter(|i| !i.is_empty()) {
+            let index: usize = index.trim_end_matches(']').parse().ok()?;
+            value = value.get(index)?;
+        }
+    }
+    Some(value)
 }
 
 pub fn validate_status_update(def: &ResourceDef, new: &Value, old: &Value) -> Result<(), Status> {

@@ -58,6 +58,7 @@ pub async fn run(args: ServerArgs, data_dir: Option<PathBuf>) -> anyhow::Result<
     let admin = pki
         .client("admin", "kubernetes-admin", &["system:masters"])
         .context("issuing the admin certificate")?;
+    let components = crate::identities::issue(&pki, &crate::identities::node_name())?;
     let tokens = match &args.token_auth_file {
         Some(path) => TokenFile::load(path).map_err(anyhow::Error::msg)?,
         None => TokenFile::default(),
@@ -88,8 +89,13 @@ pub async fn run(args: ServerArgs, data_dir: Option<PathBuf>) -> anyhow::Result<
             "admin",
             &kyb_pki::kubeconfig::User::Certificate(&admin),
         );
-        match kyb_pki::kubeconfig::write(&kubeconfig, &contents) {
-            Ok(()) => {
+        let written = kyb_pki::kubeconfig::write(&kubeconfig, &contents)
+            .map_err(anyhow::Error::from)
+            .and_then(|()| {
+                crate::identities::write_kubeconfigs(&components, &data_dir, &url, pki.ca_pem())
+            });
+        match written {
+            Ok(_) => {
                 // Printed before the readiness line, which scripts and tests wait for.
                 println!("export KUBECONFIG={}", kubeconfig.display());
                 tracing::info!(
@@ -101,7 +107,7 @@ pub async fn run(args: ServerArgs, data_dir: Option<PathBuf>) -> anyhow::Result<
                 );
             }
             Err(error) => {
-                tracing::error!(%error, path = %kubeconfig.display(), "cannot write the kubeconfig")
+                tracing::error!(error = %format!("{error:#}"), path = %kubeconfig.display(), "cannot write the kubeconfigs")
             }
         }
     };

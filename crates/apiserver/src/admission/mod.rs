@@ -3,8 +3,9 @@
 //! then prepared and validated by its kind's strategy; then validating plugins run, in
 //! order, and may only refuse. Any refusal stops the write: nothing is stored.
 //!
-//! The chain is Kubernetes' default one, in its order (plugins that have not landed yet are
-//! simply absent): NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction,
+//! The chain is Kubernetes' default one, in its order, after the RBAC storage's escalation
+//! check (which Kubernetes runs in the REST layer just before admission):
+//! NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction,
 //! TaintNodesByCondition, PodSecurity, Priority, DefaultTolerationSeconds,
 //! DefaultStorageClass, MutatingAdmissionWebhook, ValidatingAdmissionPolicy,
 //! ValidatingAdmissionWebhook, ResourceQuota.
@@ -19,7 +20,10 @@ mod kube;
 mod limit_ranger;
 mod namespace;
 mod pod_security;
+mod policy;
+mod rbac;
 mod resource_quota;
+mod rules;
 mod webhook;
 
 use crate::auth::User;
@@ -140,6 +144,7 @@ impl Chain {
         let webhooks = Arc::new(webhook::Webhooks::default());
         Chain {
             plugins: vec![
+                Arc::new(rbac::RbacEscalation),
                 Arc::new(namespace::NamespaceLifecycle),
                 Arc::new(limit_ranger::LimitRanger),
                 Arc::new(kube::ServiceAccount),
@@ -150,6 +155,7 @@ impl Chain {
                 Arc::new(kube::DefaultTolerationSeconds),
                 Arc::new(kube::DefaultStorageClass),
                 Arc::new(webhook::MutatingWebhooks(webhooks.clone())),
+                Arc::new(policy::ValidatingAdmissionPolicy::default()),
                 Arc::new(webhook::ValidatingWebhooks(webhooks)),
                 Arc::new(resource_quota::ResourceQuota),
             ],
@@ -256,4 +262,44 @@ pub fn forbidden(attributes: &Attributes<'_>, why: impl std::fmt::Display) -> St
         attributes.resource.plural,
         attributes.name,
     )
+}
+
+/// The `admission.k8s.io/v1` AdmissionRequest of a request, as webhooks receive it and as
+/// CEL sees `request`: the resource and kind in `def`'s version (what the webhook or
+/// policy matched), the requested ones as asked, the user, the objects.
+pub fn request_json(
+    attributes: &Attributes<'_>,
+    def: &ResourceDef,
+    object: Option<&Value>,
+    uid: &str,
+) -> Value {
+    let (group, version, kind) = attributes.kind;
+    let matched_kind = if attributes.subresource.is_empty() || attributes.subresource == "status" {
+        serde_json::json!({"group": def.group, "version": def.version, "kind": def.kind})
+    } else {
+        serde_json::json!({"group": group, "version": version, "kind": kind})
+    };
+    let requested = attributes.resource;
+    let mut request = serde_json::json!({
+        "uid": uid,
+        "kind": matched_kind,
+        "resource": {"group": def.group, "version": def.version, "resource": def.plural},
+        "requestKind": {"group": group, "version": version, "kind": kind},
+        "requestResource": {"group": requested.group, "version": requested.version, "resource": requested.plural},
+        "name": attributes.name,
+        "operation": attributes.operation.as_str(),
+        "userInfo": attributes.user.to_json(),
+        "object": object.cloned().unwrap_or(Value::Null),
+        "oldObject": attributes.old_object.cloned().unwrap_or(Value::Null),
+        "dryRun": attributes.dry_run,
+        "options": attributes.options,
+    });
+    if !attributes.namespace.is_empty() {
+        request["namespace"] = attributes.namespace.into();
+    }
+    if !attributes.subresource.is_empty() {
+        request["subResource"] = attributes.subresource.into();
+        request["requestSubResource"] = attributes.subresource.into();
+    }
+    request
 }

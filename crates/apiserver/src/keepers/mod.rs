@@ -7,10 +7,12 @@
 //!   quota counts (admission only ever raises usage; this brings it down again).
 //! - [`service_accounts`]: the `default` ServiceAccount and the `kube-root-ca.crt`
 //!   ConfigMap in every namespace (pods are refused without their account).
+//! - [`aggregation`]: the rules of aggregated ClusterRoles (`admin`, `edit`, `view`, ...).
 //!
 //! In Kubernetes these belong to the controller manager; they move there when it lands
 //! (issue 7), and stay until then because admission needs them now.
 
+pub mod aggregation;
 pub mod quota;
 pub mod service_accounts;
 
@@ -23,4 +25,5 @@ pub async fn start(server: &Arc<Server>) {
     service_accounts::ensure_all(server).await;
     tokio::spawn(service_accounts::run(server.clone()));
     tokio::spawn(quota::run(server.clone()));
+    tokio::spawn(aggregation::run(server.clone()));
 }

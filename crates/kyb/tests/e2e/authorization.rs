@@ -243,3 +243,205 @@ fn protected_namespaces_cannot_be_deleted() {
     }
     cluster.kubectl_ok(&["get", "namespace", "default"]);
 }
+
+#[test]
+fn nobody_grants_what_they_do_not_hold() {
+    let cluster = Cluster::start();
+    cluster.kubectl_ok(&["create", "namespace", "team"]);
+    cluster.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "ada-admin",
+        "--clusterrole=admin",
+        "--user=ada",
+        "-n",
+        "team",
+    ]);
+    let ada = cluster.user_kubeconfig("ada", &[]);
+    let as_ada = |args: &[&str]| cluster.kubectl_as(&ada, args);
+    // Granting what ada holds: fine.
+    let output = as_ada(&[
+        "create",
+        "rolebinding",
+        "bob-edit",
+        "--clusterrole=edit",
+        "--user=bob",
+        "-n",
+        "team",
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    let output = as_ada(&[
+        "create",
+        "role",
+        "pod-reader",
+        "--verb=get,list",
+        "--resource=pods",
+        "-n",
+        "team",
+    ]);
+    assert!(output.status.success(), "{}", text(&output));
+    // Granting more: refused, for bindings and for roles.
+    let output = as_ada(&[
+        "create",
+        "rolebinding",
+        "bob-root",
+        "--clusterrole=cluster-admin",
+        "--user=bob",
+        "-n",
+        "team",
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output).contains(
+            r#"rolebindings.rbac.authorization.k8s.io "bob-root" is forbidden: user "ada""#
+        ) && text(&output).contains("is attempting to grant RBAC permissions not currently held"),
+        "{}",
+        text(&output)
+    );
+    let output = as_ada(&[
+        "create",
+        "role",
+        "node-toucher",
+        "--verb=*",
+        "--resource=*.*",
+        "-n",
+        "team",
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output).contains("is attempting to grant RBAC permissions not currently held"),
+        "{}",
+        text(&output)
+    );
+    // Another namespace is out of reach altogether.
+    let output = as_ada(&[
+        "create",
+        "rolebinding",
+        "bob-edit",
+        "--clusterrole=edit",
+        "--user=bob",
+        "-n",
+        "default",
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output).contains("cannot create resource \"rolebindings\""),
+        "{}",
+        text(&output)
+    );
+    // With `bind` on cluster-admin (granted by the admin), ada may bind it.
+    cluster.kubectl_ok(&[
+        "create",
+        "clusterrole",
+        "bind-cluster-admin",
+        "--verb=bind",
+        "--resource=clusterroles",
+        "--resource-name=cluster-admin",
+    ]);
+    cluster.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "ada-binds",
+        "--clusterrole=bind-cluster-admin",
+        "--user=ada",
+        "-n",
+        "team",
+    ]);
+    let deadline = std::time::Instant::now() + crate::cluster::DEADLINE;
+    loop {
+        let output = as_ada(&[
+            "create",
+            "rolebinding",
+            "bob-root",
+            "--clusterrole=cluster-admin",
+            "--user=bob",
+            "-n",
+            "team",
+        ]);
+        if output.status.success() {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", text(&output));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // The aggregated roles grow with what is labelled into them.
+    cluster.kubectl_stdin(
+        &["apply", "-f", "-"],
+        r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"ClusterRole","metadata":{"name":"widgets-view","labels":{"rbac.authorization.k8s.io/aggregate-to-view":"true"}},"rules":[{"apiGroups":["example.com"],"resources":["widgets"],"verbs":["get","list","watch"]}]}"#,
+    );
+    let deadline = std::time::Instant::now() + crate::cluster::DEADLINE;
+    loop {
+        let rules = cluster.kubectl_ok(&[
+            "get",
+            "clusterrole",
+            "view",
+            "-o",
+            "jsonpath={.rules[*].resources}",
+        ]);
+        if rules.contains("widgets") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "view never aggregated widgets: {rules}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn components_have_their_own_identities() {
+    let cluster = Cluster::start();
+    let components = cluster.dir.path().join("components");
+    let kubeconfig = |name: &str| components.join(format!("{name}.kubeconfig"));
+    let whoami = |name: &str| {
+        let output = cluster.kubectl_as(&kubeconfig(name), &["auth", "whoami", "-o", "json"]);
+        let review: Value =
+            serde_json::from_slice(&output.stdout).unwrap_or_else(|_| panic!("{}", text(&output)));
+        review["status"]["userInfo"].clone()
+    };
+    assert_eq!(whoami("scheduler")["username"], "system:kube-scheduler");
+    assert_eq!(
+        whoami("controller-manager")["username"],
+        "system:kube-controller-manager"
+    );
+    let kubelet = whoami("kubelet");
+    let node = kubelet["username"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("system:node:")
+        .unwrap()
+        .to_string();
+    assert!(
+        kubelet["groups"].to_string().contains("system:nodes"),
+        "{kubelet}"
+    );
+    let can = |name: &str, args: &[&str]| {
+        let mut all = vec!["auth", "can-i"];
+        all.extend_from_slice(args);
+        cluster.kubectl_as(&kubeconfig(name), &all).status.success()
+    };
+    // Each may do its job and no more.
+    assert!(can(
+        "scheduler",
+        &["create", "pods", "--subresource=binding", "-n", "default"]
+    ));
+    assert!(!can("scheduler", &["get", "secrets", "-n", "default"]));
+    assert!(can(
+        "controller-manager",
+        &["get", "secrets", "-n", "default"]
+    ));
+    assert!(!can(
+        "controller-manager",
+        &["create", "clusterrolebindings"]
+    ));
+    let node_object =
+        format!(r#"{{"apiVersion":"v1","kind":"Node","metadata":{{"name":"{node}"}}}}"#);
+    let path = cluster.write_file("node.json", &node_object);
+    let output = cluster.kubectl_as(
+        &kubeconfig("kubelet"),
+        &["create", "-f", path.to_str().unwrap()],
+    );
+    assert!(output.status.success(), "{}", text(&output));
+    assert!(!can("kubelet", &["list", "secrets", "-A"]));
+}

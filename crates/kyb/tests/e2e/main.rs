@@ -13,6 +13,7 @@ mod cluster;
 mod http;
 mod kubectl;
 mod patch;
+mod policies;
 mod security;
 mod service_accounts;
 mod webhook_server;

@@ -11,8 +11,8 @@
 //! annotations to the audit record.
 
 mod client;
-mod rules;
 
+use super::rules::{self, Rule};
 use super::{Attributes, Context, Plugin};
 use crate::cache::WatchCache;
 use async_trait::async_trait;
@@ -21,7 +21,6 @@ use client::{Endpoint, TlsConfigs};
 use kyb_api::labels::Selector;
 use kyb_api::registry::ResourceDef;
 use kyb_api::{Status, meta};
-use rules::Rule;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -339,42 +338,14 @@ fn to_version(
     }
 }
 
-/// The AdmissionReview request for a call (`object`/`oldObject` filled by the caller).
+/// The AdmissionReview for a call (`object`/`oldObject` given in the webhook's version).
 fn review_request(
     attributes: &Attributes<'_>,
     def: &ResourceDef,
     object: Option<&Value>,
     uid: &str,
 ) -> Value {
-    let (group, version, kind) = attributes.kind;
-    let kind = if attributes.subresource.is_empty() || attributes.subresource == "status" {
-        json!({"group": def.group, "version": def.version, "kind": def.kind})
-    } else {
-        json!({"group": group, "version": version, "kind": kind})
-    };
-    let resource = json!({"group": def.group, "version": def.version, "resource": def.plural});
-    let requested = attributes.resource;
-    let mut request = json!({
-        "uid": uid,
-        "kind": kind,
-        "resource": resource,
-        "requestKind": {"group": group, "version": version, "kind": attributes.kind.2},
-        "requestResource": {"group": requested.group, "version": requested.version, "resource": requested.plural},
-        "name": attributes.name,
-        "operation": attributes.operation.as_str(),
-        "userInfo": attributes.user.to_json(),
-        "object": object.cloned().unwrap_or(Value::Null),
-        "oldObject": attributes.old_object.cloned().unwrap_or(Value::Null),
-        "dryRun": attributes.dry_run,
-        "options": attributes.options,
-    });
-    if !attributes.namespace.is_empty() {
-        request["namespace"] = attributes.namespace.into();
-    }
-    if !attributes.subresource.is_empty() {
-        request["subResource"] = attributes.subresource.into();
-        request["requestSubResource"] = attributes.subresource.into();
-    }
+    let request = super::request_json(attributes, def, object, uid);
     json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": request})
 }
 

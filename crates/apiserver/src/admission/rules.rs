@@ -1,18 +1,21 @@
-//! Which requests a webhook is called for: its `rules` (operations, API groups, versions,
-//! resources with their subresource forms, scope), then its `namespaceSelector` and
-//! `objectSelector`, as admissionregistration/v1 defines them.
+//! Which requests a webhook or an admission policy applies to: rules (operations, API
+//! groups, versions, resources with their subresource forms, scope, and for policies
+//! resource names), namespace and object selectors, as admissionregistration/v1 defines
+//! them for webhooks and for ValidatingAdmissionPolicies' `matchConstraints`.
 
-use super::super::{Attributes, Operation};
+use super::{Attributes, Operation};
 use kyb_api::labels::Selector;
 use serde_json::{Map, Value};
 
-/// One of a webhook's `rules`.
+/// One of a webhook's `rules` or a policy's `resourceRules`.
 #[derive(Clone, Debug, Default)]
 pub struct Rule {
     operations: Vec<String>,
     groups: Vec<String>,
     versions: Vec<String>,
     resources: Vec<String>,
+    /// Policies only: the names the rule is limited to (empty: all).
+    resource_names: Vec<String>,
     /// `*`, `Cluster` or `Namespaced`.
     scope: String,
 }
@@ -36,6 +39,7 @@ impl Rule {
             groups: strings(rule, "apiGroups"),
             versions: strings(rule, "apiVersions"),
             resources: strings(rule, "resources"),
+            resource_names: strings(rule, "resourceNames"),
             scope: rule["scope"].as_str().unwrap_or("*").to_string(),
         }
     }
@@ -64,6 +68,11 @@ impl Rule {
                 "Namespaced" => namespaced,
                 _ => true,
             }
+    }
+
+    /// Whether the rule's `resourceNames` (if any) include `name`.
+    pub fn names(&self, name: &str) -> bool {
+        self.resource_names.is_empty() || self.resource_names.iter().any(|n| n == name)
     }
 }
 

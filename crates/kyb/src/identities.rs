@@ -1,0 +1,79 @@
+//! The identities of the components `kyb server` runs besides the API server: each gets
+//! its own client certificate from the cluster CA and its own kubeconfig in
+//! `<data-dir>/components/`, and talks to the API with only the permissions the bootstrap
+//! RBAC policy (or, for kubelets, the Node authorizer) gives it — exactly as it would as a
+//! separate process (`kyb scheduler --kubeconfig …`).
+
+use anyhow::Context;
+use kyb_pki::{Credentials, Pki};
+use std::path::{Path, PathBuf};
+
+/// One component's identity.
+pub struct Component {
+    /// The kubeconfig's file stem (`scheduler`, `controller-manager`, `kubelet`).
+    pub file: &'static str,
+    pub user: String,
+    pub credentials: Credentials,
+}
+
+/// The components' identities, issued (or reused) from the cluster CA.
+pub fn issue(pki: &Pki, node_name: &str) -> anyhow::Result<Vec<Component>> {
+    let wanted: [(&str, String, Vec<&str>); 3] = [
+        ("scheduler", "system:kube-scheduler".into(), vec![]),
+        (
+            "controller-manager",
+            "system:kube-controller-manager".into(),
+            vec![],
+        ),
+        (
+            "kubelet",
+            format!("system:node:{node_name}"),
+            vec!["system:nodes"],
+        ),
+    ];
+    wanted
+        .into_iter()
+        .map(|(file, user, groups)| {
+            let credentials = pki
+                .client(file, &user, &groups)
+                .with_context(|| format!("issuing the {file} certificate"))?;
+            Ok(Component {
+                file,
+                user,
+                credentials,
+            })
+        })
+        .collect()
+}
+
+/// Writes each component's kubeconfig (mode 0600) for the server at `url`.
+pub fn write_kubeconfigs(
+    components: &[Component],
+    data_dir: &Path,
+    url: &str,
+    ca_pem: &str,
+) -> anyhow::Result<PathBuf> {
+    let dir = data_dir.join("components");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for component in components {
+        let contents = kyb_pki::kubeconfig::render(
+            url,
+            ca_pem,
+            &component.user,
+            &kyb_pki::kubeconfig::User::Certificate(&component.credentials),
+        );
+        let path = dir.join(format!("{}.kubeconfig", component.file));
+        kyb_pki::kubeconfig::write(&path, &contents)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(dir)
+}
+
+/// This machine's node name: its hostname, lower-cased (as the kubelet defaults it).
+pub fn node_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_ascii_lowercase())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
