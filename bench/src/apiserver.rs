@@ -4,7 +4,11 @@
 //! Figures: creates/s and p50/p99 latency of 16 clients creating 10,000 ConfigMaps of
 //! 1 KiB; LIST of those 10,000 objects (p50/p99 of 20 lists); 1,000 concurrent watchers
 //! each receiving one event (p50/p99 delivery, from the write being sent); startup time to
-//! /readyz; RSS of the server idle and after the 10,000 objects.
+//! /readyz; RSS of the server idle and after the 10,000 objects. Then the cost of security:
+//! the same creates by a user with a bearer token whose rights come from RBAC (`edit` in a
+//! namespace with a ResourceQuota), and pod creates through the whole admission chain
+//! (ServiceAccount, LimitRanger, PodSecurity, Priority, DefaultTolerationSeconds,
+//! ResourceQuota).
 
 use crate::stats::{Latencies, ms};
 use bytes::Bytes;
@@ -29,6 +33,11 @@ type Sender = http1::SendRequest<Full<Bytes>>;
 /// The admin's TLS client configuration, read from the server's data dir once it is up.
 static TLS: std::sync::OnceLock<std::sync::Arc<tokio_rustls::rustls::ClientConfig>> =
     std::sync::OnceLock::new();
+/// The same CA, no client certificate: for requests with a bearer token.
+static TOKEN_TLS: std::sync::OnceLock<std::sync::Arc<tokio_rustls::rustls::ClientConfig>> =
+    std::sync::OnceLock::new();
+/// The bearer token of the benchmark's RBAC user (from the server's token file).
+const TOKEN: &str = "bench-token-0123456789";
 
 fn admin_tls(data_dir: &std::path::Path) -> anyhow::Result<()> {
     let pki = data_dir.join("pki");
@@ -39,13 +48,21 @@ fn admin_tls(data_dir: &std::path::Path) -> anyhow::Result<()> {
     };
     let config = kyb_pki::tls::client_config(&read("ca.crt")?, Some(&admin))?;
     let _ = TLS.set(config);
+    let _ = TOKEN_TLS.set(kyb_pki::tls::client_config(&read("ca.crt")?, None)?);
     Ok(())
 }
 
 async fn connect(port: u16) -> anyhow::Result<Sender> {
+    connect_with(port, &TLS).await
+}
+
+async fn connect_with(
+    port: u16,
+    tls: &std::sync::OnceLock<std::sync::Arc<tokio_rustls::rustls::ClientConfig>>,
+) -> anyhow::Result<Sender> {
     let stream = TcpStream::connect(("127.0.0.1", port)).await?;
     stream.set_nodelay(true)?;
-    let config = TLS
+    let config = tls
         .get()
         .ok_or_else(|| anyhow::anyhow!("TLS is not configured"))?
         .clone();
@@ -74,14 +91,28 @@ async fn request_as(
     content_type: &str,
     body: Bytes,
 ) -> anyhow::Result<(u16, Bytes)> {
+    send(sender, method, path, content_type, None, body).await
+}
+
+async fn send(
+    sender: &mut Sender,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    token: Option<&str>,
+    body: Bytes,
+) -> anyhow::Result<(u16, Bytes)> {
     sender.ready().await?;
-    let request = hyper::Request::builder()
+    let mut request = hyper::Request::builder()
         .method(method)
         .uri(path)
         .header("host", "127.0.0.1")
         .header("content-type", content_type)
-        .header("accept", "application/json")
-        .body(Full::new(body))?;
+        .header("accept", "application/json");
+    if let Some(token) = token {
+        request = request.header("authorization", format!("Bearer {token}"));
+    }
+    let request = request.body(Full::new(body))?;
     let response = sender.send_request(request).await?;
     let status = response.status().as_u16();
     let body = response.into_body().collect().await?.to_bytes();
@@ -127,6 +158,8 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         binary.display()
     );
     let dir = kyb_testkit::temp_dir("bench-apiserver")?;
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, format!("{TOKEN},bench,1000\n"))?;
     let port = kyb_testkit::free_port()?;
     let started = Instant::now();
     let mut server = Process::spawn(
@@ -138,8 +171,10 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
                 "127.0.0.1",
                 "--port",
                 &port.to_string(),
-                "--data-dir",
+                "--token-auth-file",
             ])
+            .arg(&tokens)
+            .arg("--data-dir")
             .arg(dir.path()),
     )?;
     server.wait_for_line("kyb server ready", Duration::from_secs(60))?;
@@ -305,6 +340,8 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         }
         let delivery = Latencies::new(deliveries);
 
+        let security = security(port, &sizes).await?;
+
         println!();
         println!("| figure | value |");
         println!("|---|---|");
@@ -319,9 +356,108 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
             println!("| {count} {kind}, {} clients | {rate:.0}/s ({:.2}× creates), p50 {}, p99 {} |", sizes.clients, rate / creates, ms(latency.percentile(50.0)), ms(latency.percentile(99.0)));
         }
         println!("| {} watchers, one event each | p50 {}, p99 {} (RSS with the watchers {watched_rss:.1} MiB) |", sizes.watchers, ms(delivery.percentile(50.0)), ms(delivery.percentile(99.0)));
+        for (what, count, rate, latency) in &security {
+            println!("| {count} {what}, {} clients | {rate:.0}/s ({:.2}× admin ConfigMap creates), p50 {}, p99 {} |", sizes.clients, rate / creates, ms(latency.percentile(50.0)), ms(latency.percentile(99.0)));
+        }
         anyhow::Ok(())
     })?;
     server.terminate()?;
     server.wait_exit(Duration::from_secs(30))?;
     Ok(())
+}
+
+/// Creates by an RBAC user with a bearer token, in a namespace with a quota, a LimitRange
+/// and Pod Security labels: ConfigMaps (authentication, RBAC and quota), then pods (the
+/// whole admission chain). Each: (what, count, rate, latencies).
+async fn security(
+    port: u16,
+    sizes: &Sizes,
+) -> anyhow::Result<Vec<(&'static str, usize, f64, Latencies)>> {
+    let mut admin = connect(port).await?;
+    let setup = [
+        (
+            "/api/v1/namespaces",
+            r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"secure","labels":{"pod-security.kubernetes.io/enforce":"baseline","pod-security.kubernetes.io/warn":"restricted"}}}"#,
+        ),
+        (
+            "/api/v1/namespaces/secure/limitranges",
+            r#"{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"defaults"},"spec":{"limits":[{"type":"Container","defaultRequest":{"cpu":"10m","memory":"16Mi"},"default":{"cpu":"100m","memory":"64Mi"}}]}}"#,
+        ),
+        (
+            "/api/v1/namespaces/secure/resourcequotas",
+            r#"{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"room"},"spec":{"hard":{"pods":"100000","configmaps":"100000","requests.cpu":"1000"}}}"#,
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/secure/rolebindings",
+            r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"bench-edit"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"bench"}]}"#,
+        ),
+    ];
+    for (path, body) in setup {
+        let (status, answer) = request(&mut admin, "POST", path, body.into()).await?;
+        anyhow::ensure!(
+            status == 201,
+            "setup {path} answered {status}: {}",
+            String::from_utf8_lossy(&answer)
+        );
+    }
+    // The quota counts once its status is filled in.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = request(
+            &mut admin,
+            "GET",
+            "/api/v1/namespaces/secure/resourcequotas/room",
+            Bytes::new(),
+        )
+        .await?;
+        let quota: serde_json::Value = serde_json::from_slice(&body)?;
+        if quota["status"]["used"].is_object() {
+            break;
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the quota status was never filled in"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let per_client = sizes.objects / sizes.clients / 4;
+    let mut results = Vec::new();
+    for (what, path) in [
+        (
+            "ConfigMap creates by an RBAC user (token, quota)",
+            "/api/v1/namespaces/secure/configmaps",
+        ),
+        (
+            "pod creates through the admission chain",
+            "/api/v1/namespaces/secure/pods",
+        ),
+    ] {
+        let begin = Instant::now();
+        let mut tasks = Vec::new();
+        for client in 0..sizes.clients {
+            tasks.push(tokio::spawn(async move {
+                let mut sender = connect_with(port, &TOKEN_TLS).await?;
+                let mut samples = Vec::with_capacity(per_client);
+                for i in 0..per_client {
+                    let body = if path.ends_with("pods") {
+                        format!(r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"pod-{client}-{i}"}},"spec":{{"containers":[{{"name":"app","image":"registry.local/app:1"}}]}}}}"#)
+                    } else {
+                        format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm-{client}-{i}"}},"data":{{"v":"{}"}}}}"#, "x".repeat(1024))
+                    };
+                    let t = Instant::now();
+                    let (status, answer) = send(&mut sender, "POST", path, "application/json", Some(TOKEN), body.into()).await?;
+                    samples.push(t.elapsed());
+                    anyhow::ensure!(status == 201, "{path} answered {status}: {}", String::from_utf8_lossy(&answer));
+                }
+                anyhow::Ok(samples)
+            }));
+        }
+        let mut samples = Vec::new();
+        for task in tasks {
+            samples.extend(task.await??);
+        }
+        let rate = samples.len() as f64 / begin.elapsed().as_secs_f64();
+        results.push((what, samples.len(), rate, Latencies::new(samples)));
+    }
+    Ok(results)
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::denial::Denial;
 use crate::json;
-use crate::operation::Operation;
+use kyb_api::Operation;
 
 /// The annotation that marks the default StorageClass (value `"true"`).
 pub const IS_DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";

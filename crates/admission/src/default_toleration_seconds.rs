@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::denial::Denial;
 use crate::json;
-use crate::operation::Operation;
+use kyb_api::Operation;
 
 /// The taint the node lifecycle controller puts on nodes that are not ready.
 pub const TAINT_NODE_NOT_READY: &str = "node.kubernetes.io/not-ready";

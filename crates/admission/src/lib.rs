@@ -35,7 +35,6 @@ mod identity;
 mod json;
 pub mod node_authorizer;
 pub mod node_restriction;
-mod operation;
 mod pod_refs;
 pub mod priority;
 pub mod service_account;
@@ -43,6 +42,6 @@ pub mod taint_nodes_by_condition;
 
 pub use denial::{Denial, forbidden_message, object_name};
 pub use identity::{NODE_USER_PREFIX, NODES_GROUP, node_identity};
+pub use kyb_api::Operation;
 pub use node_authorizer::{Decision, NodeGraph, RequestAttributes};
 pub use node_restriction::{Lookup, NodeRequest, TokenAudienceCheck, node_restriction};
-pub use operation::Operation;

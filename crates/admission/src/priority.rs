@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::denial::Denial;
 use crate::json;
-use crate::operation::Operation;
+use kyb_api::Operation;
 
 /// The system class for pods that must run in the cluster but may move between nodes.
 pub const SYSTEM_CLUSTER_CRITICAL: &str = "system-cluster-critical";

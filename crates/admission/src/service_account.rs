@@ -12,8 +12,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::denial::Denial;
-use crate::operation::Operation;
 use crate::{json, pod_refs};
+use kyb_api::Operation;
 
 /// The service account pods get when they name none.
 pub const DEFAULT_SERVICE_ACCOUNT_NAME: &str = "default";

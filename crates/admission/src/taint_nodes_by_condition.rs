@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::default_toleration_seconds::{TAINT_NODE_NOT_READY, go_type};
 use crate::denial::Denial;
 use crate::json;
-use crate::operation::Operation;
+use kyb_api::Operation;
 
 /// Whether the plugin looks at a request: creating a Node (not a subresource).
 pub fn applies(operation: Operation, group: &str, resource: &str, subresource: &str) -> bool {

@@ -7,9 +7,11 @@ pub mod fields;
 pub mod gofmt;
 pub mod labels;
 pub mod meta;
+mod operation;
 pub mod registry;
 pub mod status;
 pub mod time;
 
+pub use operation::Operation;
 pub use registry::{ResourceDef, Subresource};
 pub use status::Status;

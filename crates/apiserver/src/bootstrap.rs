@@ -72,12 +72,7 @@ async fn try_run(server: &Server) -> Result<(), kyb_api::Status> {
         "ports": ports,
     });
     rest::ensure(server, find("", "v1", "services")?, service, true).await?;
-    rbac_policy(server).await?;
-    let classes = registry::find("scheduling.k8s.io", "v1", "priorityclasses")
-        .ok_or_else(|| kyb_api::Status::internal("priorityclasses is not registered"))?;
-    for class in kyb_admission::priority::system_priority_classes() {
-        ignore_exists(rest::ensure(server, classes, class, false).await)?;
-    }
+    policy(server).await?;
     // Where the API server can be reached from pods: worth a warning, not a refusal to serve.
     for (object, resource) in [
         (endpoints, find("", "v1", "endpoints")?),
@@ -90,8 +85,9 @@ async fn try_run(server: &Server) -> Result<(), kyb_api::Status> {
     Ok(())
 }
 
-/// The bootstrap RBAC policy, each object created if it does not exist.
-async fn rbac_policy(server: &Server) -> Result<(), kyb_api::Status> {
+/// The bootstrap RBAC policy and the system PriorityClasses, each object created if it
+/// does not exist.
+async fn policy(server: &Server) -> Result<(), kyb_api::Status> {
     const GROUP: &str = "rbac.authorization.k8s.io";
     let find = |plural| {
         registry::find(GROUP, "v1", plural)
@@ -116,11 +112,21 @@ async fn rbac_policy(server: &Server) -> Result<(), kyb_api::Status> {
         ("roles", kyb_rbac::bootstrap::roles()),
         ("rolebindings", kyb_rbac::bootstrap::role_bindings()),
     ];
+    // Written all at once: the store commits them together.
+    let mut writes = Vec::new();
     for (plural, objects) in sets {
         let def = find(plural)?;
         for object in objects {
-            ignore_exists(rest::ensure(server, def, object, false).await)?;
+            writes.push(rest::ensure(server, def, object, false));
         }
+    }
+    let classes = registry::find("scheduling.k8s.io", "v1", "priorityclasses")
+        .ok_or_else(|| kyb_api::Status::internal("priorityclasses is not registered"))?;
+    for class in kyb_admission::priority::system_priority_classes() {
+        writes.push(rest::ensure(server, classes, class, false));
+    }
+    for result in crate::util::join_all(writes).await {
+        ignore_exists(result)?;
     }
     Ok(())
 }

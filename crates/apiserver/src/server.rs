@@ -91,6 +91,8 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// State shared by every request.
 pub struct Server {
+    /// This server, for work that outlives the request that starts it.
+    me: std::sync::Weak<Server>,
     pub store: Arc<dyn Store>,
     pub cache: Arc<WatchCache>,
     pub config: Config,
@@ -112,6 +114,11 @@ pub struct Server {
 }
 
 impl Server {
+    /// A shared handle to this server (`None` once it is being dropped).
+    pub fn self_ref(&self) -> Option<Arc<Server>> {
+        self.me.upgrade()
+    }
+
     /// Waits until the cache reflects every acknowledged write; `false` if it did not catch
     /// up in time (the caller then reads storage).
     pub async fn fresh(&self) -> bool {
@@ -141,7 +148,8 @@ impl ApiServer {
         let advertise_address = advertise_address(&config);
         let rbac = auth::Rbac::start(&cache);
         let nodes = auth::NodeAuthorizer::start(&cache);
-        let server = Arc::new(Server {
+        let server = Arc::new_cyclic(|me| Server {
+            me: me.clone(),
             store,
             cache,
             advertise_address,
@@ -345,7 +353,16 @@ async fn pipeline(
             .authenticate(certified.as_deref(), &parts.headers, &server.cache)
         {
             Ok(user) => user,
-            Err(status) => return response::error(&status),
+            Err(status) => {
+                // Failed authentications are audited too, with no user.
+                *audit = RequestAudit::begin(
+                    server.auditor.as_ref(),
+                    &User::default(),
+                    &target,
+                    arrival,
+                );
+                return response::error(&status);
+            }
         };
     *audit = RequestAudit::begin(server.auditor.as_ref(), &user, &target, arrival);
     let user = match auth::impersonate(&server.authorizer, &user, &parts.headers) {

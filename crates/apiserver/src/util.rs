@@ -64,6 +64,33 @@ pub fn generate_name(base: &str) -> String {
     format!("{base}{suffix}")
 }
 
+/// Runs futures concurrently on the current task and returns their outputs in order.
+pub async fn join_all<F: std::future::Future>(
+    futures: impl IntoIterator<Item = F>,
+) -> Vec<F::Output> {
+    let mut pending: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
+    let mut outputs: Vec<Option<F::Output>> = (0..pending.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut all_done = true;
+        for (i, future) in pending.iter_mut().enumerate() {
+            if outputs[i].is_some() {
+                continue;
+            }
+            match future.as_mut().poll(cx) {
+                std::task::Poll::Ready(output) => outputs[i] = Some(output),
+                std::task::Poll::Pending => all_done = false,
+            }
+        }
+        if all_done {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+    outputs.into_iter().flatten().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,14 +18,7 @@ use crate::pod::{PodView, null};
 use crate::update::is_significant_pod_update;
 use crate::workload::{ResourceClass, classify, pod_template};
 
-/// The admission operation of a request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Operation {
-    Create,
-    Update,
-    Delete,
-    Connect,
-}
+pub use kyb_api::Operation;
 
 /// Requests the plugin lets through unchecked (the `exemptions` of the admission
 /// configuration). Empty by default: Kubernetes exempts no namespace, user or runtime class

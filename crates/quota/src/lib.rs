@@ -33,18 +33,17 @@
 mod json;
 mod limit_ranger;
 mod messages;
-mod operation;
 mod pod_resources;
 mod quantity_ops;
 mod quota;
 mod resource_list;
 
+pub use kyb_api::Operation;
 pub use limit_ranger::{
     LIMIT_RANGER_ANNOTATION, LimitError, admit_pod, admit_pvc, applies, has_limits_for, mutate_pod,
     skips_update_of, validate_pod,
 };
 pub use messages::{aggregate, forbidden_message};
-pub use operation::Operation;
 pub use quota::{
     GroupResource, QuotaError, QuotaUpdate, affected_resources, check, check_at,
     handles as quota_handles, matches_scopes, may_affect, recalculate, recalculate_at,

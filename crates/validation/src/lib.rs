@@ -34,6 +34,7 @@ mod selector;
 
 use serde_json::Value;
 
+pub use core::quota::scope_valid_for as quota_scope_allows_resource;
 pub use error::{ErrorKind, FieldError, invalid_message};
 
 use crate::json::Obj;

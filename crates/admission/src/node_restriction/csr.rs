@@ -6,7 +6,7 @@
 use super::{NodeRequest, object};
 use crate::denial::Denial;
 use crate::json;
-use crate::operation::Operation;
+use kyb_api::Operation;
 
 /// The signer of kubelet serving certificates.
 pub const KUBELET_SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";

@@ -24,7 +24,7 @@ use serde_json::Value;
 use crate::default_toleration_seconds::go_type;
 use crate::denial::Denial;
 use crate::identity::node_identity;
-use crate::operation::Operation;
+use kyb_api::Operation;
 
 pub use token::TokenAudienceCheck;
 
@@ -153,7 +153,7 @@ pub(crate) mod test_support {
     use serde_json::Value;
 
     use super::{Lookup, NodeRequest, TokenAudienceCheck};
-    use crate::operation::Operation;
+    use kyb_api::Operation;
 
     /// An in-memory cache for tests.
     #[derive(Default)]

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::{NodeRequest, object, quote};
 use crate::denial::Denial;
 use crate::json;
-use crate::operation::Operation;
+use kyb_api::Operation;
 
 /// The label namespace reserved for labels only administrators set on nodes.
 pub const LABEL_NAMESPACE_NODE_RESTRICTION: &str = "node-restriction.kubernetes.io";

@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::{NodeRequest, object, quote};
 use crate::denial::Denial;
 use crate::json;
-use crate::operation::Operation;
+use kyb_api::Operation;
 
 /// The namespace of node heartbeat leases.
 pub const NAMESPACE_NODE_LEASE: &str = "kube-node-lease";

@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use super::{Lookup, NodeRequest, object, quote, unexpected_type};
 use crate::denial::Denial;
-use crate::operation::Operation;
 use crate::service_account::{MIRROR_POD_ANNOTATION, is_mirror_pod};
 use crate::{json, pod_refs};
+use kyb_api::Operation;
 
 fn pod_not_found(name: &str) -> Denial {
     Denial::NotFound {

@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::{Lookup, NodeRequest, object, quote};
 use crate::denial::Denial;
-use crate::operation::Operation;
 use crate::{json, pod_refs};
+use kyb_api::Operation;
 
 /// The verb of the authorization check that lets a node request other audiences.
 pub const REQUEST_TOKEN_AUDIENCE_VERB: &str = "request-serviceaccounts-token-audience";

@@ -10,15 +10,6 @@ use serde_json::Value;
 use std::borrow::Cow;
 use std::time::Duration;
 
-fn operation(operation: Operation) -> kyb_admission::Operation {
-    match operation {
-        Operation::Create => kyb_admission::Operation::Create,
-        Operation::Update => kyb_admission::Operation::Update,
-        Operation::Delete => kyb_admission::Operation::Delete,
-        Operation::Connect => kyb_admission::Operation::Connect,
-    }
-}
-
 fn refuse(attributes: &Attributes<'_>, object: Option<&Value>, denial: &Denial) -> Status {
     denial.status(
         attributes.resource.group,
@@ -32,7 +23,7 @@ fn applies(
     applies: fn(kyb_admission::Operation, &str, &str, &str) -> bool,
 ) -> bool {
     applies(
-        operation(attributes.operation),
+        attributes.operation,
         attributes.resource.group,
         attributes.resource.plural,
         attributes.subresource,
@@ -54,7 +45,7 @@ impl ServiceAccount {
         pod: &Value,
     ) -> Option<Value> {
         let name = kyb_admission::service_account::service_account_to_look_up(
-            operation(attributes.operation),
+            attributes.operation,
             attributes.subresource,
             pod,
         )?;
@@ -119,7 +110,7 @@ impl Plugin for ServiceAccount {
         let Some(pod) = object else { return Ok(()) };
         let account = Self::account(context, attributes, pod).await;
         kyb_admission::service_account::validate(
-            operation(attributes.operation),
+            attributes.operation,
             attributes.subresource,
             pod,
             attributes.namespace,
@@ -138,45 +129,41 @@ struct CacheLookup<'a> {
     context: &'a Context<'a>,
 }
 
-impl kyb_admission::Lookup for CacheLookup<'_> {
-    fn pod(&self, namespace: &str, name: &str) -> Option<Cow<'_, Value>> {
+impl CacheLookup<'_> {
+    fn get(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Cow<'_, Value>> {
         self.context
             .server
             .cache
-            .lookup("", "pods", Some(namespace), name)
+            .lookup(group, plural, namespace, name)
             .map(Cow::Owned)
+    }
+}
+
+impl kyb_admission::Lookup for CacheLookup<'_> {
+    fn pod(&self, namespace: &str, name: &str) -> Option<Cow<'_, Value>> {
+        self.get("", "pods", Some(namespace), name)
     }
 
     fn node(&self, name: &str) -> Option<Cow<'_, Value>> {
-        self.context
-            .server
-            .cache
-            .lookup("", "nodes", None, name)
-            .map(Cow::Owned)
+        self.get("", "nodes", None, name)
     }
 
     fn persistent_volume_claim(&self, namespace: &str, name: &str) -> Option<Cow<'_, Value>> {
-        self.context
-            .server
-            .cache
-            .lookup("", "persistentvolumeclaims", Some(namespace), name)
-            .map(Cow::Owned)
+        self.get("", "persistentvolumeclaims", Some(namespace), name)
     }
 
     fn persistent_volume(&self, name: &str) -> Option<Cow<'_, Value>> {
-        self.context
-            .server
-            .cache
-            .lookup("", "persistentvolumes", None, name)
-            .map(Cow::Owned)
+        self.get("", "persistentvolumes", None, name)
     }
 
     fn csi_driver(&self, name: &str) -> Option<Cow<'_, Value>> {
-        self.context
-            .server
-            .cache
-            .lookup("storage.k8s.io", "csidrivers", None, name)
-            .map(Cow::Owned)
+        self.get("storage.k8s.io", "csidrivers", None, name)
     }
 
     fn authorize_token_audience(&self, check: &kyb_admission::TokenAudienceCheck<'_>) -> bool {
@@ -209,7 +196,7 @@ impl Plugin for NodeRestriction {
         let request = kyb_admission::NodeRequest {
             user: &attributes.user.name,
             groups: &attributes.user.groups,
-            operation: operation(attributes.operation),
+            operation: attributes.operation,
             group: attributes.resource.group,
             resource: attributes.resource.plural,
             subresource: attributes.subresource,
@@ -277,7 +264,7 @@ impl Plugin for Priority {
             .cache
             .objects("scheduling.k8s.io", "priorityclasses", None);
         kyb_admission::priority::admit_pod(
-            operation(attributes.operation),
+            attributes.operation,
             pod,
             attributes.old_object,
             &classes,
@@ -299,12 +286,8 @@ impl Plugin for Priority {
             .server
             .cache
             .objects("scheduling.k8s.io", "priorityclasses", None);
-        kyb_admission::priority::validate_priority_class(
-            operation(attributes.operation),
-            class,
-            &classes,
-        )
-        .map_err(|denial| refuse(attributes, Some(class), &denial))
+        kyb_admission::priority::validate_priority_class(attributes.operation, class, &classes)
+            .map_err(|denial| refuse(attributes, Some(class), &denial))
     }
 }
 

@@ -3,21 +3,12 @@
 //! (validating). The rules are `kyb-quota`'s; this plugin reads the LimitRanges from the
 //! cache.
 
-use super::{Attributes, Context, Operation, Plugin};
+use super::{Attributes, Context, Plugin};
 use async_trait::async_trait;
 use kyb_api::Status;
 use serde_json::Value;
 
 pub struct LimitRanger;
-
-fn operation(operation: Operation) -> kyb_quota::Operation {
-    match operation {
-        Operation::Create => kyb_quota::Operation::Create,
-        Operation::Update => kyb_quota::Operation::Update,
-        Operation::Delete => kyb_quota::Operation::Delete,
-        Operation::Connect => kyb_quota::Operation::Connect,
-    }
-}
 
 impl LimitRanger {
     fn limit_ranges(context: &Context<'_>, attributes: &Attributes<'_>) -> Vec<Value> {
@@ -49,7 +40,7 @@ impl Plugin for LimitRanger {
 
     fn handles(&self, attributes: &Attributes<'_>) -> bool {
         kyb_quota::applies(
-            operation(attributes.operation),
+            attributes.operation,
             attributes.resource.group,
             attributes.resource.plural,
             attributes.subresource,

@@ -34,26 +34,7 @@ use kyb_api::{ResourceDef, Status};
 use serde_json::Value;
 use std::sync::Arc;
 
-/// What a write does, as admission sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Operation {
-    Create,
-    Update,
-    Delete,
-    Connect,
-}
-
-impl Operation {
-    /// As AdmissionReview and policies spell it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Operation::Create => "CREATE",
-            Operation::Update => "UPDATE",
-            Operation::Delete => "DELETE",
-            Operation::Connect => "CONNECT",
-        }
-    }
-}
+pub use kyb_api::Operation;
 
 /// One admission request: who does what to which object.
 pub struct Attributes<'a> {
@@ -157,7 +138,7 @@ impl Chain {
                 Arc::new(webhook::MutatingWebhooks(webhooks.clone())),
                 Arc::new(policy::ValidatingAdmissionPolicy::default()),
                 Arc::new(webhook::ValidatingWebhooks(webhooks)),
-                Arc::new(resource_quota::ResourceQuota),
+                Arc::new(resource_quota::ResourceQuota::default()),
             ],
         }
     }

@@ -57,12 +57,7 @@ impl Plugin for PodSecurity {
         let lookup_error = (!is_namespace && namespace_object.is_none())
             .then(|| format!("namespaces {:?} not found", attributes.namespace));
         let request = kyb_podsecurity::Request {
-            operation: match attributes.operation {
-                Operation::Create => kyb_podsecurity::Operation::Create,
-                Operation::Update => kyb_podsecurity::Operation::Update,
-                Operation::Delete => kyb_podsecurity::Operation::Delete,
-                Operation::Connect => kyb_podsecurity::Operation::Connect,
-            },
+            operation: attributes.operation,
             group: resource.group,
             resource: resource.plural,
             subresource: (!attributes.subresource.is_empty()).then_some(attributes.subresource),

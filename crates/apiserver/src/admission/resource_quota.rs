@@ -3,26 +3,42 @@
 //! object is stored, so concurrent writes can never overshoot a quota together. The
 //! decision is `kyb-quota`'s; usage going down again (deletes, finished pods) is the status
 //! keeper's work (`crate::keepers::quota`).
+//!
+//! Writes to one namespace are checked in batches, as Kubernetes' quota evaluator does:
+//! each request joins its namespace's queue, and one worker at a time takes everything
+//! waiting, decides each request in order against the usage the ones before it added, and
+//! writes each affected quota once for the whole batch. Concurrent writers then share one
+//! quota update instead of contending for it.
 
 use super::{Attributes, Context, Operation, Plugin};
 use crate::request::Verb;
+use crate::server::Server;
 use async_trait::async_trait;
 use kyb_api::registry::Subresource;
 use kyb_api::{Status, meta};
 use serde_json::Value;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use tokio::sync::oneshot;
 
-/// Rounds of re-reading quotas when another write moved them first.
+/// Rounds of re-reading quotas when another writer moved them first.
 const ATTEMPTS: usize = 64;
 
-pub struct ResourceQuota;
+/// One write waiting for its quota decision.
+struct Pending {
+    group: &'static str,
+    resource: &'static str,
+    operation: Operation,
+    name: String,
+    object: Option<Value>,
+    old: Option<Value>,
+    decided: oneshot::Sender<Result<(), Status>>,
+}
 
-fn operation(operation: Operation) -> kyb_quota::Operation {
-    match operation {
-        Operation::Create => kyb_quota::Operation::Create,
-        Operation::Update => kyb_quota::Operation::Update,
-        Operation::Delete => kyb_quota::Operation::Delete,
-        Operation::Connect => kyb_quota::Operation::Connect,
-    }
+/// The writes waiting in each namespace; a namespace is present while a worker runs.
+#[derive(Default)]
+pub struct ResourceQuota {
+    queues: Arc<Mutex<HashMap<String, Vec<Pending>>>>,
 }
 
 #[async_trait]
@@ -35,7 +51,7 @@ impl Plugin for ResourceQuota {
         !attributes.namespace.is_empty()
             && attributes.resource.namespaced
             && kyb_quota::quota_handles(
-                operation(attributes.operation),
+                attributes.operation,
                 attributes.resource.group,
                 attributes.resource.plural,
                 attributes.subresource,
@@ -50,89 +66,194 @@ impl Plugin for ResourceQuota {
     ) -> Result<(), Status> {
         let server = context.server;
         let (group, resource) = (attributes.resource.group, attributes.resource.plural);
-        let mut quotas = server
+        let quotas = server
             .cache
             .objects("", "resourcequotas", Some(attributes.namespace));
         if quotas.is_empty() || !kyb_quota::may_affect(&quotas, group, resource) {
             return Ok(());
         }
-        let Some(def) = kyb_api::registry::find_stored("", "resourcequotas") else {
-            return Ok(());
-        };
-        // Until this write is stored (or refused), the status keeper leaves the namespace
-        // alone: its recount would not include what this write was charged.
-        if !attributes.dry_run {
-            context
-                .call
-                .hold(Box::new(server.quota_inflight.charge(attributes.namespace)));
-        }
-        let call = crate::rest::internal_call(
-            server,
-            def,
-            Verb::Update,
-            Some(attributes.namespace),
-            Some(Subresource::Status),
-        )?;
-        for _ in 0..ATTEMPTS {
-            let updates = kyb_quota::check(
+        let name = object.and_then(meta::name).unwrap_or(attributes.name);
+        if attributes.dry_run {
+            // Decided against the current usage, charging nothing.
+            return kyb_quota::check(
                 &quotas,
                 group,
                 resource,
-                operation(attributes.operation),
+                attributes.operation,
                 object,
                 attributes.old_object,
             )
-            .map_err(|error| {
-                let message = error.status_message(group, resource, attributes.name);
-                match error.code() {
-                    403 => {
-                        Status::forbidden(message).with_details(group, resource, attributes.name)
-                    }
-                    _ => Status::internal(message),
-                }
-            })?;
-            if attributes.dry_run {
-                return Ok(());
-            }
-            let mut conflicted = false;
-            for update in &updates {
-                let Some(quota) = quotas.iter().find(|q| meta::name(q) == Some(&update.name))
-                else {
-                    continue;
-                };
-                let mut status = quota
-                    .get("status")
-                    .cloned()
-                    .unwrap_or_else(|| Value::Object(Default::default()));
-                status["used"] = update.used_json();
-                match crate::rest::update_status(
-                    &call,
-                    &update.name,
-                    Some(&update.resource_version),
-                    status,
-                )
-                .await
-                {
-                    Ok(_) => {}
-                    Err(status) if status.code == 409 => {
-                        conflicted = true;
-                        break;
-                    }
-                    Err(status) => return Err(status),
-                }
-            }
-            if !conflicted {
-                return Ok(());
-            }
-            // Another write got there first: read the quotas as they are now and decide again.
-            server.fresh().await;
-            quotas = server
-                .cache
-                .objects("", "resourcequotas", Some(attributes.namespace));
+            .map(|_| ())
+            .map_err(|error| refusal(&error, group, resource, name));
         }
-        Err(Status::internal(format!(
-            "too many concurrent updates to the resource quotas of namespace {}",
-            attributes.namespace
-        )))
+        // Until this write is stored (or refused), the status keeper leaves the namespace
+        // alone: its recount would not include what this write was charged.
+        context
+            .call
+            .hold(Box::new(server.quota_inflight.charge(attributes.namespace)));
+        let (decided, decision) = oneshot::channel();
+        let pending = Pending {
+            group,
+            resource,
+            operation: attributes.operation,
+            name: name.to_string(),
+            object: object.cloned(),
+            old: attributes.old_object.cloned(),
+            decided,
+        };
+        let start_worker = {
+            let Ok(mut queues) = self.queues.lock() else {
+                return Err(Status::internal("the quota queue is unavailable"));
+            };
+            match queues.get_mut(attributes.namespace) {
+                Some(queue) => {
+                    queue.push(pending);
+                    false
+                }
+                None => {
+                    queues.insert(attributes.namespace.to_string(), vec![pending]);
+                    true
+                }
+            }
+        };
+        if start_worker {
+            let Some(server) = server.self_ref() else {
+                return Err(Status::internal("the server is shutting down"));
+            };
+            tokio::spawn(work(
+                server,
+                self.queues.clone(),
+                attributes.namespace.to_string(),
+            ));
+        }
+        decision
+            .await
+            .unwrap_or_else(|_| Err(Status::internal("the quota check was abandoned")))
     }
+}
+
+fn refusal(error: &kyb_quota::QuotaError, group: &str, resource: &str, name: &str) -> Status {
+    let message = error.status_message(group, resource, name);
+    match error.code() {
+        403 => Status::forbidden(message).with_details(group, resource, name),
+        _ => Status::internal(message),
+    }
+}
+
+/// Decides the batches of one namespace until its queue is empty.
+async fn work(
+    server: Arc<Server>,
+    queues: Arc<Mutex<HashMap<String, Vec<Pending>>>>,
+    namespace: String,
+) {
+    loop {
+        let batch = {
+            let Ok(mut queues) = queues.lock() else {
+                return;
+            };
+            match queues.get_mut(&namespace) {
+                Some(queue) if !queue.is_empty() => std::mem::take(queue),
+                _ => {
+                    queues.remove(&namespace);
+                    return;
+                }
+            }
+        };
+        let decisions = decide(&server, &namespace, &batch).await;
+        for (pending, decision) in batch.into_iter().zip(decisions) {
+            let _ = pending.decided.send(decision);
+        }
+    }
+}
+
+/// Decides a batch in order, each write against the usage the earlier ones added, and
+/// records the new usage with one compare-and-swap per affected quota; on a conflict the
+/// whole batch is decided again from the quotas as they now are.
+async fn decide(server: &Server, namespace: &str, batch: &[Pending]) -> Vec<Result<(), Status>> {
+    let failed = |status: Status| batch.iter().map(|_| Err(status.clone())).collect();
+    let Some(def) = kyb_api::registry::find_stored("", "resourcequotas") else {
+        return failed(Status::internal("resourcequotas is not registered"));
+    };
+    let call = match crate::rest::internal_call(
+        server,
+        def,
+        Verb::Update,
+        Some(namespace),
+        Some(Subresource::Status),
+    ) {
+        Ok(call) => call,
+        Err(status) => return failed(status),
+    };
+    let mut quotas = server.cache.objects("", "resourcequotas", Some(namespace));
+    for _ in 0..ATTEMPTS {
+        let original: HashMap<String, String> = quotas
+            .iter()
+            .filter_map(|q| {
+                Some((
+                    meta::name(q)?.to_string(),
+                    meta::resource_version(q)?.to_string(),
+                ))
+            })
+            .collect();
+        let mut working = quotas.clone();
+        let mut changed = BTreeSet::new();
+        let mut decisions = Vec::with_capacity(batch.len());
+        for pending in batch {
+            match kyb_quota::check(
+                &working,
+                pending.group,
+                pending.resource,
+                pending.operation,
+                pending.object.as_ref(),
+                pending.old.as_ref(),
+            ) {
+                Ok(updates) => {
+                    for update in updates {
+                        if let Some(quota) = working
+                            .iter_mut()
+                            .find(|q| meta::name(q) == Some(&update.name))
+                        {
+                            update.apply_to(quota);
+                            changed.insert(update.name.clone());
+                        }
+                    }
+                    decisions.push(Ok(()));
+                }
+                Err(error) => decisions.push(Err(refusal(
+                    &error,
+                    pending.group,
+                    pending.resource,
+                    &pending.name,
+                ))),
+            }
+        }
+        let mut conflicted = false;
+        for name in &changed {
+            let Some(quota) = working.iter().find(|q| meta::name(q) == Some(name)) else {
+                continue;
+            };
+            let status = quota
+                .get("status")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Default::default()));
+            let precondition = original.get(name).map(String::as_str);
+            match crate::rest::update_status(&call, name, precondition, status).await {
+                Ok(_) => {}
+                Err(status) if status.code == 409 => {
+                    conflicted = true;
+                    break;
+                }
+                Err(status) => return failed(status),
+            }
+        }
+        if !conflicted {
+            return decisions;
+        }
+        // Another writer got there first: read the quotas as they are now and decide again.
+        server.fresh().await;
+        quotas = server.cache.objects("", "resourcequotas", Some(namespace));
+    }
+    failed(Status::internal(format!(
+        "too many concurrent updates to the resource quotas of namespace {namespace}"
+    )))
 }

@@ -15,11 +15,9 @@ const ROOT_CA: &str = "kube-root-ca.crt";
 
 /// Brings every namespace up to date now (before the server reports ready).
 pub async fn ensure_all(server: &Server) {
-    for namespace in server.cache.objects("", "namespaces", None) {
-        if let Some(name) = kyb_api::meta::name(&namespace) {
-            ensure(server, name).await;
-        }
-    }
+    let namespaces = server.cache.objects("", "namespaces", None);
+    let names: Vec<&str> = namespaces.iter().filter_map(kyb_api::meta::name).collect();
+    crate::util::join_all(names.into_iter().map(|name| ensure(server, name))).await;
 }
 
 /// Follows namespaces, service accounts and configmaps for as long as the server runs.
@@ -29,10 +27,16 @@ pub async fn run(server: Arc<Server>) {
         match changes.recv().await {
             Ok(change) => {
                 let def = change.def;
+                let name = change.name.as_deref().unwrap_or_default();
                 let namespace = match (def.group, def.plural) {
-                    // A namespace's own change carries no namespace: read it from the key.
+                    // A namespace's own change carries no namespace: its name is it.
                     ("", "namespaces") if change.kind != EventType::Deleted => change.name,
-                    ("", "serviceaccounts" | "configmaps") if change.kind != EventType::Added => {
+                    ("", "serviceaccounts")
+                        if change.kind != EventType::Added && name == ACCOUNT =>
+                    {
+                        change.namespace
+                    }
+                    ("", "configmaps") if change.kind != EventType::Added && name == ROOT_CA => {
                         change.namespace
                     }
                     _ => None,

@@ -17,6 +17,8 @@ rules:
   resources: [{group: "", resources: ["secrets"]}]
 - level: Request
   resources: [{group: "", resources: ["pods"]}]
+- level: Metadata
+  nonResourceURLs: ["/version"]
 - level: None
 "#;
 
@@ -67,6 +69,15 @@ fn audit_log_follows_the_policy() {
         "pod-security.kubernetes.io/audit=restricted",
     ]);
     cluster.kubectl_ok(&["run", "p", "--image=busybox", "-n", "secure"]);
+    // A stranger's token is refused, and that is on record too.
+    let (code, _, _) = cluster.http_as(
+        crate::cluster::Who::Token("not-a-token"),
+        "GET",
+        "/version",
+        &[],
+        b"",
+    );
+    assert_eq!(code, 401);
     let dir = cluster.stop();
     let events = events(&dir.path().join("audit").join("audit.log"));
     assert!(!events.is_empty());
@@ -77,7 +88,10 @@ fn audit_log_follows_the_policy() {
         assert_ne!(event["user"]["username"], "system:apiserver");
         let resource = event["objectRef"]["resource"].as_str().unwrap_or_default();
         assert!(
-            matches!(resource, "configmaps" | "secrets" | "pods"),
+            matches!(resource, "configmaps" | "secrets" | "pods")
+                || event["requestURI"]
+                    .as_str()
+                    .is_some_and(|u| u.starts_with("/version")),
             "the policy records nothing else: {event}"
         );
     }
@@ -125,6 +139,12 @@ fn audit_log_follows_the_policy() {
         "forbid"
     );
     assert_eq!(refused["user"]["username"], "kubernetes-admin");
+    // The refused stranger.
+    let stranger = events
+        .iter()
+        .find(|e| e["requestURI"] == "/version" && e["responseStatus"]["code"] == 401)
+        .unwrap_or_else(|| panic!("no failed authentication: {events:#?}"));
+    assert_eq!(stranger["user"], serde_json::json!({}), "{stranger}");
     // Admission's findings are annotations: PodSecurity in audit mode.
     let pod = find("create", "pods", "p");
     assert_eq!(pod["level"], "Request");

@@ -28,9 +28,9 @@ use serde_json::Value;
 
 use crate::json::{arr_at, at, obj_at, str_at};
 use crate::messages;
-use crate::operation::Operation;
 use crate::pod_resources::{self, SPEC_ONLY, Which};
 use crate::resource_list::ResourceList;
+use kyb_api::Operation;
 
 pub use defaults::LIMIT_RANGER_ANNOTATION;
 

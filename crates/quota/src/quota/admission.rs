@@ -13,8 +13,8 @@ use super::evaluator::Evaluator;
 use super::scopes;
 use crate::json::{at, name, obj_at, str_at};
 use crate::messages;
-use crate::operation::Operation;
 use crate::resource_list::ResourceList;
+use kyb_api::Operation;
 
 /// Why a write was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

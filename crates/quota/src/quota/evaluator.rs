@@ -13,9 +13,9 @@ use serde_json::Value;
 
 use super::scopes::{self, ScopeSelector};
 use crate::json::{arr_at, at, obj_at, str_at};
-use crate::operation::Operation;
 use crate::pod_resources::{self, FOR_QUOTA, Which};
 use crate::resource_list::ResourceList;
+use kyb_api::Operation;
 
 /// Resources quota never looks at (`install.DefaultIgnoredResources`).
 const IGNORED: &[(&str, &str)] = &[

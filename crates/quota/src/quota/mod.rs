@@ -27,8 +27,8 @@ mod status;
 use jiff::Timestamp;
 use serde_json::Value;
 
-use crate::operation::Operation;
 use crate::resource_list::ResourceList;
+use kyb_api::Operation;
 
 pub use admission::{QuotaError, QuotaUpdate};
 pub use scopes::scope_allows_resource;

@@ -177,23 +177,7 @@ pub(crate) fn pod_matches(sel: &ScopeSelector, pod: &Value) -> Result<bool, Stri
 /// resources; unknown scopes anything. Quota validation applies it to the standard quota
 /// resource names only.
 pub fn scope_allows_resource(scope: &str, resource: &str) -> bool {
-    const COMPUTE: &[&str] = &[
-        "cpu",
-        "memory",
-        "limits.cpu",
-        "limits.memory",
-        "requests.cpu",
-        "requests.memory",
-    ];
-    match scope {
-        "Terminating"
-        | "NotTerminating"
-        | "NotBestEffort"
-        | "PriorityClass"
-        | "CrossNamespacePodAffinity" => resource == "pods" || COMPUTE.contains(&resource),
-        "BestEffort" => resource == "pods",
-        _ => true,
-    }
+    kyb_validation::quota_scope_allows_resource(scope, resource)
 }
 
 #[cfg(test)]

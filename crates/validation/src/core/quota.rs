@@ -363,7 +363,10 @@ const SCOPES: &[&str] = &[
     "CrossNamespacePodAffinity",
 ];
 
-fn scope_valid_for(scope: &str, resource: &str) -> bool {
+/// Whether a quota `scope` can constrain `resource` (`IsResourceQuotaScopeValidForResource`):
+/// `BestEffort` only `pods`; the other pod scopes `pods` and the cpu/memory compute
+/// resources; unknown scopes anything.
+pub fn scope_valid_for(scope: &str, resource: &str) -> bool {
     const COMPUTE: &[&str] = &[
         "cpu",
         "memory",

@@ -582,7 +582,7 @@ impl Plugin for ValidatingWebhooks {
                 (hook, response)
             }
         });
-        let results = join_all(calls).await;
+        let results = crate::util::join_all(calls).await;
         for (hook, result) in results {
             let Some(response) = result? else { continue };
             pass_on(context, hook, &response);
@@ -592,29 +592,4 @@ impl Plugin for ValidatingWebhooks {
         }
         Ok(())
     }
-}
-
-/// Runs futures concurrently on the current task and returns their outputs in order.
-async fn join_all<F: std::future::Future>(futures: impl IntoIterator<Item = F>) -> Vec<F::Output> {
-    let mut pending: Vec<std::pin::Pin<Box<F>>> = futures.into_iter().map(Box::pin).collect();
-    let mut outputs: Vec<Option<F::Output>> = (0..pending.len()).map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut all_done = true;
-        for (i, future) in pending.iter_mut().enumerate() {
-            if outputs[i].is_some() {
-                continue;
-            }
-            match future.as_mut().poll(cx) {
-                std::task::Poll::Ready(output) => outputs[i] = Some(output),
-                std::task::Poll::Pending => all_done = false,
-            }
-        }
-        if all_done {
-            std::task::Poll::Ready(())
-        } else {
-            std::task::Poll::Pending
-        }
-    })
-    .await;
-    outputs.into_iter().flatten().collect()
 }

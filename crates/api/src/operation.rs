@@ -1,7 +1,7 @@
-//! The admission operation of a request (`admission.Operation`), which decides whether
-//! LimitRanger and ResourceQuota look at it at all.
+//! The admission operation of a write (`admission.Operation`): what admission plugins,
+//! webhooks and policies match on.
 
-/// An admission operation.
+/// An admission operation, as kube-apiserver's admission chain names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Operation {
     Create,
@@ -13,16 +13,18 @@ pub enum Operation {
 impl Operation {
     /// Parses `CREATE`/`UPDATE`/`DELETE`/`CONNECT` (any case), as admission reviews spell it.
     pub fn parse(s: &str) -> Option<Operation> {
-        match s.to_ascii_uppercase().as_str() {
-            "CREATE" => Some(Operation::Create),
-            "UPDATE" => Some(Operation::Update),
-            "DELETE" => Some(Operation::Delete),
-            "CONNECT" => Some(Operation::Connect),
-            _ => None,
-        }
+        [
+            Operation::Create,
+            Operation::Update,
+            Operation::Delete,
+            Operation::Connect,
+        ]
+        .into_iter()
+        .find(|op| op.as_str().eq_ignore_ascii_case(s))
     }
 
-    /// The admission spelling (`CREATE`, ...).
+    /// The admission spelling (`CREATE`, ...), as AdmissionReviews, policies and some
+    /// messages print it.
     pub fn as_str(self) -> &'static str {
         match self {
             Operation::Create => "CREATE",
@@ -30,6 +32,12 @@ impl Operation {
             Operation::Delete => "DELETE",
             Operation::Connect => "CONNECT",
         }
+    }
+}
+
+impl std::fmt::Display for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -49,5 +57,6 @@ mod tests {
         }
         assert_eq!(Operation::parse("update"), Some(Operation::Update));
         assert_eq!(Operation::parse("PATCH"), None);
+        assert_eq!(Operation::Delete.to_string(), "DELETE");
     }
 }
