@@ -34,6 +34,18 @@ impl Selector {
         Self::default()
     }
 
+    /// A selector no label set satisfies (Kubernetes' `labels.Nothing()`, what a missing
+    /// `metav1.LabelSelector` means in affinity terms).
+    pub fn nothing() -> Self {
+        Self {
+            requirements: vec![Requirement {
+                key: String::new(),
+                operator: Operator::In,
+                values: BTreeSet::new(),
+            }],
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.requirements.is_empty()
     }
