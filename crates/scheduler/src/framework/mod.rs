@@ -14,6 +14,8 @@ pub mod resources;
 mod runtime;
 pub mod snapshot;
 pub mod status;
+#[cfg(test)]
+pub mod testing;
 
 pub use cycle_state::{CycleState, StateData};
 pub use handle::{ApiClient, Handle, Lister, WaitingPod, WaitingPods};
