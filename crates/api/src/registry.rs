@@ -103,6 +103,13 @@ impl ResourceDef {
         self.verbs.contains(&verb)
     }
 
+    /// Whether the kind has no built-in type (served as custom resources are: any JSON
+    /// object, no protobuf, no strategic merge patch) — the kinds of the
+    /// community scheduler-plugins (`scheduling.x-k8s.io`) until CRDs land.
+    pub fn is_untyped(&self) -> bool {
+        self.group == "scheduling.x-k8s.io"
+    }
+
     /// Whether objects of this resource are answered on the spot and never stored
     /// (TokenReview, SubjectAccessReview, ...).
     pub fn is_virtual(&self) -> bool {
@@ -236,6 +243,8 @@ resources! {
     "admissionregistration.k8s.io" "v1" "ValidatingAdmissionPolicyBinding" "validatingadmissionpolicybindings" "validatingadmissionpolicybinding" [] ["api-extensions"] false ALL_VERBS [] "/registry/validatingadmissionpolicybindings" "v1" false;
     "apiextensions.k8s.io" "v1" "CustomResourceDefinition" "customresourcedefinitions" "customresourcedefinition" ["crd", "crds"] ["api-extensions"] false ALL_VERBS [Status] "/registry/apiextensions.k8s.io/customresourcedefinitions" "v1" true;
     "apiregistration.k8s.io" "v1" "APIService" "apiservices" "apiservice" [] ["api-extensions"] false ALL_VERBS [Status] "/registry/apiregistration.k8s.io/apiservices" "v1" true;
+    "scheduling.x-k8s.io" "v1alpha1" "PodGroup" "podgroups" "podgroup" ["pg", "pgs"] [] true ALL_VERBS [Status] "/registry/scheduling.x-k8s.io/podgroups" "v1alpha1" true;
+    "scheduling.x-k8s.io" "v1alpha1" "ElasticQuota" "elasticquotas" "elasticquota" ["eq", "eqs"] [] true ALL_VERBS [Status] "/registry/scheduling.x-k8s.io/elasticquotas" "v1alpha1" true;
     "authentication.k8s.io" "v1" "TokenReview" "tokenreviews" "tokenreview" [] [] false CREATE_ONLY [] "" "v1" false;
     "authentication.k8s.io" "v1" "SelfSubjectReview" "selfsubjectreviews" "selfsubjectreview" [] [] false CREATE_ONLY [] "" "v1" false;
     "authorization.k8s.io" "v1" "SubjectAccessReview" "subjectaccessreviews" "subjectaccessreview" [] [] false CREATE_ONLY [] "" "v1" false;

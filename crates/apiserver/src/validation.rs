@@ -15,6 +15,16 @@ pub fn prepare_for_create(def: &ResourceDef, object: &mut Value) {
 }
 
 pub fn prepare_for_update(def: &ResourceDef, new: &mut Value, old: &Value) {
+    if def.is_untyped()
+        && def.has_subresource(kyb_api::Subresource::Status)
+        && let Some(fields) = new.as_object_mut()
+    {
+        // As for custom resources with a status subresource: status only via /status.
+        match old.get("status") {
+            Some(status) => fields.insert("status".into(), status.clone()),
+            None => fields.remove("status"),
+        };
+    }
     kyb_validation::prepare_for_update(def.group, def.version, def.kind, new, old);
 }
 

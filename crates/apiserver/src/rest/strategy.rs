@@ -20,6 +20,7 @@ pub fn tracks_generation(def: &ResourceDef) -> bool {
             | ("networking.k8s.io", "Ingress" | "NetworkPolicy")
             | ("apiextensions.k8s.io", "CustomResourceDefinition")
             | ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy")
+            | ("scheduling.x-k8s.io", _)
     ) && def.kind != "ControllerRevision"
 }
 
