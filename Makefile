@@ -27,3 +27,4 @@ bench: deps
 	cargo build --release --locked -p kyb -p kyb-bench
 	target/release/kyb-bench storage
 	target/release/kyb-bench apiserver
+	target/release/kyb-bench scheduler

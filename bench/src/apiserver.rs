@@ -10,16 +10,15 @@
 //! (ServiceAccount, LimitRanger, PodSecurity, Priority, DefaultTolerationSeconds,
 //! ResourceQuota).
 
+use crate::http::{
+    TOKEN_TLS, admin_tls, connect, connect_with, kyb_binary, request, request_as, rss_mib, send,
+};
 use crate::stats::{Latencies, ms};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
 use kyb_testkit::Process;
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use tokio::net::TcpStream;
 
 struct Sizes {
     objects: usize,
@@ -28,112 +27,8 @@ struct Sizes {
     watchers: usize,
 }
 
-type Sender = http1::SendRequest<Full<Bytes>>;
-
-/// The admin's TLS client configuration, read from the server's data dir once it is up.
-static TLS: std::sync::OnceLock<std::sync::Arc<tokio_rustls::rustls::ClientConfig>> =
-    std::sync::OnceLock::new();
-/// The same CA, no client certificate: for requests with a bearer token.
-static TOKEN_TLS: std::sync::OnceLock<std::sync::Arc<tokio_rustls::rustls::ClientConfig>> =
-    std::sync::OnceLock::new();
 /// The bearer token of the benchmark's RBAC user (from the server's token file).
 const TOKEN: &str = "bench-token-0123456789";
-
-fn admin_tls(data_dir: &std::path::Path) -> anyhow::Result<()> {
-    let pki = data_dir.join("pki");
-    let read = |file: &str| std::fs::read_to_string(pki.join(file));
-    let admin = kyb_pki::Credentials {
-        cert_pem: read("admin.crt")?,
-        key_pem: read("admin.key")?,
-    };
-    let config = kyb_pki::tls::client_config(&read("ca.crt")?, Some(&admin))?;
-    let _ = TLS.set(config);
-    let _ = TOKEN_TLS.set(kyb_pki::tls::client_config(&read("ca.crt")?, None)?);
-    Ok(())
-}
-
-async fn connect(port: u16) -> anyhow::Result<Sender> {
-    connect_with(port, &TLS).await
-}
-
-async fn connect_with(
-    port: u16,
-    tls: &std::sync::OnceLock<std::sync::Arc<tokio_rustls::rustls::ClientConfig>>,
-) -> anyhow::Result<Sender> {
-    let stream = TcpStream::connect(("127.0.0.1", port)).await?;
-    stream.set_nodelay(true)?;
-    let config = tls
-        .get()
-        .ok_or_else(|| anyhow::anyhow!("TLS is not configured"))?
-        .clone();
-    let name = tokio_rustls::rustls::pki_types::ServerName::try_from("127.0.0.1")?;
-    let stream = tokio_rustls::TlsConnector::from(config)
-        .connect(name, stream)
-        .await?;
-    let (sender, connection) = http1::handshake(TokioIo::new(stream)).await?;
-    tokio::spawn(connection);
-    Ok(sender)
-}
-
-async fn request(
-    sender: &mut Sender,
-    method: &str,
-    path: &str,
-    body: Bytes,
-) -> anyhow::Result<(u16, Bytes)> {
-    request_as(sender, method, path, "application/json", body).await
-}
-
-async fn request_as(
-    sender: &mut Sender,
-    method: &str,
-    path: &str,
-    content_type: &str,
-    body: Bytes,
-) -> anyhow::Result<(u16, Bytes)> {
-    send(sender, method, path, content_type, None, body).await
-}
-
-async fn send(
-    sender: &mut Sender,
-    method: &str,
-    path: &str,
-    content_type: &str,
-    token: Option<&str>,
-    body: Bytes,
-) -> anyhow::Result<(u16, Bytes)> {
-    sender.ready().await?;
-    let mut request = hyper::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", "127.0.0.1")
-        .header("content-type", content_type)
-        .header("accept", "application/json");
-    if let Some(token) = token {
-        request = request.header("authorization", format!("Bearer {token}"));
-    }
-    let request = request.body(Full::new(body))?;
-    let response = sender.send_request(request).await?;
-    let status = response.status().as_u16();
-    let body = response.into_body().collect().await?.to_bytes();
-    Ok((status, body))
-}
-
-fn rss_mib(pid: u32) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
-fn kyb_binary() -> PathBuf {
-    std::env::var_os("KYB_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/kyb"))
-}
 
 pub fn run(quick: bool) -> anyhow::Result<()> {
     let sizes = if quick {

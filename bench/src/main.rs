@@ -1,12 +1,15 @@
 //! Kybernetes benchmarks (`make bench`). Each prints its figures with the machine's core
 //! count and the command line, as markdown ready for BENCHMARKS.md.
 //!
-//! Usage: `kyb-bench storage [--quick] [--embedded-only]`, `kyb-bench apiserver [--quick]`
+//! Usage: `kyb-bench storage [--quick] [--embedded-only]`, `kyb-bench apiserver [--quick]`,
+//! `kyb-bench scheduler [--quick]`
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod apiserver;
+mod http;
+mod scheduler;
 mod stats;
 mod storage;
 
@@ -19,6 +22,9 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("storage") => storage::run(quick, args.iter().any(|a| a == "--embedded-only")),
         Some("apiserver") => apiserver::run(quick),
-        _ => anyhow::bail!("usage: kyb-bench storage|apiserver [--quick] [--embedded-only]"),
+        Some("scheduler") => scheduler::run(quick),
+        _ => anyhow::bail!(
+            "usage: kyb-bench storage|apiserver|scheduler [--quick] [--embedded-only]"
+        ),
     }
 }

@@ -31,6 +31,8 @@ pub enum Command {
     Server(ServerArgs),
     /// Run the API server alone.
     Apiserver(ServerArgs),
+    /// Run the scheduler alone, as a client of an API server.
+    Scheduler(SchedulerArgs),
     /// Print the version.
     Version,
 }
@@ -80,6 +82,23 @@ pub struct ServerArgs {
     /// Size in MiB at which the audit log is rotated (0: 100).
     #[arg(long, default_value_t = 0, value_name = "MIB")]
     pub audit_log_maxsize: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct SchedulerArgs {
+    /// How to reach the API server (and as whom).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: PathBuf,
+
+    /// A KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1): profiles, plugins,
+    /// leader election.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Compete for the kube-system/kube-scheduler lease so only one scheduler schedules
+    /// (overrides the configuration's `leaderElection.leaderElect`).
+    #[arg(long, value_name = "BOOL")]
+    pub leader_elect: Option<bool>,
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod cli;
 mod identities;
 mod logging;
+mod scheduler;
 mod server;
 
 use clap::Parser;
@@ -20,9 +21,9 @@ fn main() -> std::process::ExitCode {
             println!("kyb {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
-        cli::Command::Server(args) | cli::Command::Apiserver(args) => {
-            run_async(server::run(args, cli.data_dir))
-        }
+        cli::Command::Server(args) => run_async(server::run(args, cli.data_dir, true)),
+        cli::Command::Apiserver(args) => run_async(server::run(args, cli.data_dir, false)),
+        cli::Command::Scheduler(args) => run_async(scheduler::run(args)),
     };
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,

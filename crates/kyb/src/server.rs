@@ -16,7 +16,13 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub async fn run(args: ServerArgs, data_dir: Option<PathBuf>) -> anyhow::Result<()> {
+/// Runs the API server; with `in_process`, also the components `kyb server` runs
+/// in-process (the scheduler), each as its own client of the API.
+pub async fn run(
+    args: ServerArgs,
+    data_dir: Option<PathBuf>,
+    in_process: bool,
+) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let data_dir = data_dir.map_or_else(default_data_dir, Ok)?;
     std::fs::create_dir_all(&data_dir)
@@ -95,7 +101,15 @@ pub async fn run(args: ServerArgs, data_dir: Option<PathBuf>) -> anyhow::Result<
                 crate::identities::write_kubeconfigs(&components, &data_dir, &url, pki.ca_pem())
             });
         match written {
-            Ok(_) => {
+            Ok(dir) => {
+                if in_process {
+                    let kubeconfig = dir.join("scheduler.kubeconfig");
+                    tokio::spawn(async move {
+                        if let Err(error) = crate::scheduler::start_in_process(&kubeconfig).await {
+                            tracing::error!(error = %format!("{error:#}"), "cannot start the scheduler");
+                        }
+                    });
+                }
                 // Printed before the readiness line, which scripts and tests wait for.
                 println!("export KUBECONFIG={}", kubeconfig.display());
                 tracing::info!(
@@ -175,7 +189,7 @@ fn default_data_dir() -> anyhow::Result<PathBuf> {
     Ok(Path::new(&home).join(".local/share/kyb"))
 }
 
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let mut terminate = match signal(SignalKind::terminate()) {
         Ok(terminate) => terminate,

@@ -6,7 +6,21 @@
 //!   profiles' plugin runner.
 //! - [`plugins`]: the in-tree plugins and [`plugins::registry`].
 //! - [`config`]: the `KubeSchedulerConfiguration` file.
+//! - [`queue`] (active, backoff, unschedulable), [`cache`] (nodes, pods, assumed pods),
+//!   [`schedule`] (one decision), [`scheduler`] (the loop and the binding cycle).
+//! - [`informers`], [`client`] (the API), [`leader`] (leader election), [`run`] (all of
+//!   it wired together).
 
+pub mod cache;
+pub mod client;
 pub mod config;
 pub mod framework;
+pub mod informers;
+pub mod leader;
 pub mod plugins;
+pub mod queue;
+pub mod run;
+pub mod schedule;
+pub mod scheduler;
+
+pub use run::{RunError, run};
