@@ -93,6 +93,7 @@ pub struct PodInfo {
     pub required_anti_affinity: Vec<AffinityTerm>,
     pub preferred_affinity: Vec<AffinityTerm>,
     pub preferred_anti_affinity: Vec<AffinityTerm>,
+    /// The host ports of the containers and sidecars.
     pub host_ports: Vec<HostPort>,
 }
 
@@ -120,10 +121,16 @@ impl PodInfo {
                     .map(|t| AffinityTerm::from_term(&t.pod_affinity_term, &namespace, t.weight))
                     .collect()
             };
+        // Host ports are held by the containers and by the sidecars (restartable init
+        // containers), which run for the pod's whole life; ordinary init containers are
+        // not counted.
         let host_ports = spec
             .map(|s| {
-                s.containers
+                s.init_containers
                     .iter()
+                    .flatten()
+                    .filter(|c| c.restart_policy.as_deref() == Some("Always"))
+                    .chain(s.containers.iter())
                     .flat_map(|c| c.ports.iter().flatten())
                     .filter(|p| p.host_port.is_some_and(|h| h > 0))
                     .map(|p| HostPort {
