@@ -2,21 +2,26 @@
 
 pub mod default_binder;
 pub mod image_locality;
+pub mod inter_pod_affinity;
+pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_resources;
 pub mod node_unschedulable;
 pub mod priority_sort;
 pub mod scheduling_gates;
+pub mod taint_toleration;
 
 use crate::framework::Registry;
 
 /// A registry holding every in-tree plugin. The names are distinct constants, so no
-/// registration is refused (`every_plugin_is_registered` checks it).
+/// registration is refused (`every_default_plugin_is_registered` checks it).
 pub fn registry() -> Registry {
     let mut registry = Registry::new();
     let _ = registry.register(default_binder::NAME, default_binder::factory);
     let _ = registry.register(image_locality::NAME, image_locality::factory);
+    let _ = registry.register(inter_pod_affinity::NAME, inter_pod_affinity::factory);
+    let _ = registry.register(node_affinity::NAME, node_affinity::factory);
     let _ = registry.register(node_name::NAME, node_name::factory);
     let _ = registry.register(node_ports::NAME, node_ports::factory);
     let _ = registry.register(
@@ -27,6 +32,7 @@ pub fn registry() -> Registry {
     let _ = registry.register(node_unschedulable::NAME, node_unschedulable::factory);
     let _ = registry.register(priority_sort::NAME, priority_sort::factory);
     let _ = registry.register(scheduling_gates::NAME, scheduling_gates::factory);
+    let _ = registry.register(taint_toleration::NAME, taint_toleration::factory);
     registry
 }
 
@@ -38,24 +44,15 @@ mod tests {
     use serde_json::Value;
 
     #[test]
-    fn every_plugin_is_registered() {
+    fn every_default_plugin_is_registered() {
         let registry = registry();
-        let names: Vec<&str> = registry.names().collect();
-        for name in [
-            default_binder::NAME,
-            image_locality::NAME,
-            node_name::NAME,
-            node_ports::NAME,
-            node_resources::balanced::NAME,
-            node_resources::fit::NAME,
-            node_unschedulable::NAME,
-            priority_sort::NAME,
-            scheduling_gates::NAME,
-        ] {
-            assert!(names.contains(&name), "{name} is not registered");
+        for (name, _) in crate::config::DEFAULT_PLUGINS {
+            let factory = registry
+                .get(name)
+                .unwrap_or_else(|| panic!("{name} is not registered"));
             // Each builds without arguments, and is named as registered.
-            let plugin = registry.get(name).unwrap()(&Value::Null, &testing::handle()).unwrap();
-            assert_eq!(plugin.name(), name);
+            let plugin = factory(&Value::Null, &testing::handle()).unwrap();
+            assert_eq!(plugin.name(), *name);
         }
     }
 }
