@@ -1,6 +1,7 @@
 //! The in-tree plugins, registered by name in [`registry`].
 
 pub mod default_binder;
+pub mod default_preemption;
 pub mod image_locality;
 pub mod inter_pod_affinity;
 pub mod node_affinity;
@@ -19,6 +20,7 @@ use crate::framework::Registry;
 pub fn registry() -> Registry {
     let mut registry = Registry::new();
     let _ = registry.register(default_binder::NAME, default_binder::factory);
+    let _ = registry.register(default_preemption::NAME, default_preemption::factory);
     let _ = registry.register(image_locality::NAME, image_locality::factory);
     let _ = registry.register(inter_pod_affinity::NAME, inter_pod_affinity::factory);
     let _ = registry.register(node_affinity::NAME, node_affinity::factory);
