@@ -1,8 +1,12 @@
 //! The in-tree plugins, registered by name in [`registry`].
 
+pub mod coscheduling;
+
 use crate::framework::Registry;
 
 /// A registry holding every in-tree plugin.
 pub fn registry() -> Registry {
-    Registry::new()
+    let mut registry = Registry::new();
+    let _ = registry.register(coscheduling::NAME, coscheduling::factory);
+    registry
 }
