@@ -309,7 +309,8 @@ impl Framework {
         Status::success()
     }
 
-    /// PostFilter: the first plugin that finds room, or the plugins' combined refusal.
+    /// PostFilter: the first plugin that finds room, or the plugins' combined refusal (or
+    /// the first error or unresolvable refusal, which ends it).
     pub fn run_post_filter(
         &self,
         context: &PostFilterContext<'_>,
@@ -326,7 +327,13 @@ impl Framework {
             if status.is_success() {
                 return (result, status);
             }
-            if status.code() == Code::Error {
+            // As in Kubernetes, an unresolvable refusal ends PostFilter too: the plugin is
+            // sure nothing can be done (capacity scheduling's preemption, which the default
+            // preemption must not second-guess).
+            if matches!(
+                status.code(),
+                Code::Error | Code::UnschedulableAndUnresolvable
+            ) {
                 return (None, status.with_plugin(plugin.name()));
             }
             reasons.extend(status.reasons().iter().cloned());

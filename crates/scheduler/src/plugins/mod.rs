@@ -1,5 +1,7 @@
 //! The in-tree plugins, registered by name in [`registry`].
 
+pub mod capacity_scheduling;
+pub mod coscheduling;
 pub mod default_binder;
 pub mod default_preemption;
 pub mod image_locality;
@@ -19,6 +21,8 @@ use crate::framework::Registry;
 /// registration is refused (`every_default_plugin_is_registered` checks it).
 pub fn registry() -> Registry {
     let mut registry = Registry::new();
+    let _ = registry.register(capacity_scheduling::NAME, capacity_scheduling::factory);
+    let _ = registry.register(coscheduling::NAME, coscheduling::factory);
     let _ = registry.register(default_binder::NAME, default_binder::factory);
     let _ = registry.register(default_preemption::NAME, default_preemption::factory);
     let _ = registry.register(image_locality::NAME, image_locality::factory);
