@@ -11,6 +11,7 @@ pub mod node_name;
 pub mod node_ports;
 pub mod node_resources;
 pub mod node_unschedulable;
+pub mod pod_topology_spread;
 pub mod priority_sort;
 pub mod scheduling_gates;
 pub mod taint_toleration;
@@ -36,6 +37,7 @@ pub fn registry() -> Registry {
     );
     let _ = registry.register(node_resources::fit::NAME, node_resources::fit::factory);
     let _ = registry.register(node_unschedulable::NAME, node_unschedulable::factory);
+    let _ = registry.register(pod_topology_spread::NAME, pod_topology_spread::factory);
     let _ = registry.register(priority_sort::NAME, priority_sort::factory);
     let _ = registry.register(scheduling_gates::NAME, scheduling_gates::factory);
     let _ = registry.register(taint_toleration::NAME, taint_toleration::factory);

@@ -1,0 +1,145 @@
+//! The soft (`ScheduleAnyway`) side, scored as Kubernetes does: a node's raw score is, over
+//! the constraints whose key it has, `matching pods in its domain × ln(domains + 2) +
+//! (maxSkew − 1)` (the hostname key counts the node's own pods and its domains are the
+//! nodes scored), rounded; scores are then reversed and normalized to 0..100
+//! (`100 × (max + min − score) / max`, 100 for all when the maximum is 0). With constraints
+//! from the pod, or non-system defaults, nodes missing any key are not scored and get 0.
+//!
+//! The matching pods per domain are counted over all nodes in PreFilter (the same pass as
+//! the hard constraints), so PreScore only sizes the domains among the nodes that fit.
+
+use super::constraints::Constraint;
+use super::counting::{self, Domains, FastSet};
+use crate::framework::{MAX_NODE_SCORE, NodeInfo, NodeScore, PodInfo};
+use std::sync::Arc;
+
+/// A raw score marking a node that is not scored (normalized to 0).
+pub const IGNORED: i64 = -1;
+
+/// The soft constraints and their matching pods per domain over every node.
+#[derive(Debug, Default)]
+pub struct SoftCounts {
+    pub constraints: Vec<Constraint>,
+    /// Nodes without every key are not scored (constraints from the pod, or `List`
+    /// defaults); with system defaults a node without a zone is still spread by hostname.
+    pub require_all_keys: bool,
+    /// Per constraint (empty for hostname constraints, counted per node at Score).
+    pub domains: Vec<Domains>,
+}
+
+/// PreScore's state for Score.
+#[derive(Clone, Debug)]
+pub struct ScoreState {
+    pub counts: Arc<SoftCounts>,
+    /// `ln(domains among the nodes scored + 2)` per constraint.
+    pub weights: Arc<[f64]>,
+}
+
+impl ScoreState {
+    /// Sizes each constraint's domains among the nodes being scored.
+    pub fn new(counts: Arc<SoftCounts>, nodes: &[Arc<NodeInfo>]) -> ScoreState {
+        let constraints = &counts.constraints;
+        let mut values: Vec<FastSet<&str>> = vec![FastSet::default(); constraints.len()];
+        let mut ignored = 0usize;
+        for node in nodes {
+            if counts.require_all_keys && !counting::has_all_keys(node, constraints) {
+                ignored += 1;
+                continue;
+            }
+            let labels = node.labels();
+            for (constraint, values) in constraints.iter().zip(&mut values) {
+                if !constraint.is_hostname() {
+                    values.insert(
+                        labels
+                            .and_then(|l| l.get(&constraint.topology_key))
+                            .map_or("", String::as_str),
+                    );
+                }
+            }
+        }
+        let weights = constraints
+            .iter()
+            .zip(&values)
+            .map(|(constraint, values)| {
+                let size = if constraint.is_hostname() {
+                    nodes.len() - ignored
+                } else {
+                    values.len()
+                };
+                ((size + 2) as f64).ln()
+            })
+            .collect();
+        ScoreState { counts, weights }
+    }
+
+    /// The raw score of a node (lower is better; [`IGNORED`] for nodes not scored).
+    pub fn score(&self, pod: &PodInfo, node: &NodeInfo) -> i64 {
+        let counts = &self.counts;
+        if counts.require_all_keys && !counting::has_all_keys(node, &counts.constraints) {
+            return IGNORED;
+        }
+        let labels = node.labels();
+        let mut score = 0.0;
+        for ((constraint, domains), weight) in counts
+            .constraints
+            .iter()
+            .zip(&counts.domains)
+            .zip(self.weights.iter())
+        {
+            let Some(value) = labels.and_then(|l| l.get(&constraint.topology_key)) else {
+                continue;
+            };
+            let matching = if constraint.is_hostname() {
+                counting::matching_pods(node, &constraint.selector, &pod.namespace)
+            } else {
+                domains.get(value).unwrap_or(0)
+            };
+            score += matching as f64 * weight + f64::from(constraint.max_skew - 1);
+        }
+        score.round() as i64
+    }
+}
+
+/// Reverses and scales the raw scores to 0..100 (nodes not scored get 0).
+pub fn normalize(scores: &mut [NodeScore]) {
+    let mut min = i64::MAX;
+    let mut max = 0;
+    for score in scores.iter().filter(|s| s.score != IGNORED) {
+        min = min.min(score.score);
+        max = max.max(score.score);
+    }
+    for score in scores.iter_mut() {
+        score.score = if score.score == IGNORED {
+            0
+        } else if max == 0 {
+            MAX_NODE_SCORE
+        } else {
+            MAX_NODE_SCORE * (max + min - score.score) / max
+        };
+    }
+}
+
+/// The soft counts from the nodes scored only (when PreFilter did not run).
+pub fn counts_from(
+    constraints: Vec<Constraint>,
+    require_all_keys: bool,
+    nodes: &[Arc<NodeInfo>],
+    namespace: &str,
+    inclusion: &super::node_inclusion::NodeInclusion,
+) -> SoftCounts {
+    let mut domains = counting::count(
+        nodes,
+        namespace,
+        inclusion,
+        &[counting::Group {
+            constraints: &constraints,
+            require_all_keys,
+            skip_hostname: true,
+        }],
+    );
+    SoftCounts {
+        domains: domains.pop().unwrap_or_default(),
+        constraints,
+        require_all_keys,
+    }
+}
