@@ -156,7 +156,10 @@ mod tests {
 
     #[test]
     fn every_resource_has_a_type_and_a_schema() {
-        for def in kyb_api::registry::BUILTIN.iter().filter(|d| !d.is_untyped()) {
+        for def in kyb_api::registry::BUILTIN
+            .iter()
+            .filter(|d| !d.is_untyped())
+        {
             let empty = json!({"metadata": {"name": "x"}});
             assert!(
                 normalize(def.group, def.version, def.kind, empty).is_some(),

@@ -4,6 +4,9 @@
 //! describe pod` shows.
 
 use crate::framework::{ApiClient, PodInfo};
+use crate::plugins::default_preemption::{
+    DISRUPTION_TARGET, PREEMPTION_BY_SCHEDULER, disruption_message,
+};
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::Api;
@@ -61,6 +64,27 @@ impl ApiClient for KubeClient {
     }
 
     async fn delete_pod(&self, pod: &PodInfo) -> Result<(), String> {
+        // First the condition that says why it goes (what a PodDisruptionBudget-aware
+        // controller and `kubectl describe` see), then the graceful delete.
+        let condition = json!({
+            "type": DISRUPTION_TARGET, "status": "True", "reason": PREEMPTION_BY_SCHEDULER,
+            "message": disruption_message(pod.scheduler_name()),
+            "lastTransitionTime": now(),
+        });
+        let patch = json!({"status": {"conditions": [condition]}});
+        match self
+            .pods(pod)
+            .patch_status(
+                &pod.name,
+                &PatchParams::default(),
+                &Patch::Strategic(&patch),
+            )
+            .await
+        {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => return Ok(()),
+            Err(e) => return Err(e.to_string()),
+        }
         let params = DeleteParams {
             preconditions: Some(Preconditions {
                 uid: Some(pod.uid.clone()),

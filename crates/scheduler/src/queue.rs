@@ -105,6 +105,9 @@ struct Inner {
     cycle: u64,
     /// Pods nominated to nodes by preemption: node → uids.
     nominated: HashMap<String, HashSet<String>>,
+    /// Unscheduled pods arrived or changed since gated pods were last asked PreEnqueue
+    /// again; asked once per pop, so a burst of siblings costs one pass.
+    recheck_gated: bool,
 }
 
 /// The queue, shared by the informers (adds, updates, events) and the scheduling loop
@@ -170,7 +173,13 @@ impl SchedulingQueue {
             attempts: 0,
             initial_attempt: now,
         };
+        // A nomination made before (by this scheduler before a restart, or another one).
+        if let Some(node) = pod.nominated_node_name() {
+            Self::set_nomination(&mut inner, &pod.uid, node);
+        }
         self.place(&mut inner, &profile, queued);
+        // A new pod may complete what gated pods wait for (a gang's siblings).
+        inner.recheck_gated = inner.parked.values().any(|p| p.gated);
         drop(inner);
         self.ready.notify_one();
     }
@@ -210,6 +219,10 @@ impl SchedulingQueue {
         };
         *info = pod.clone();
         let place = *place;
+        if let Some(node) = pod.nominated_node_name() {
+            Self::set_nomination(&mut inner, &pod.uid, node);
+        }
+        inner.recheck_gated = inner.parked.values().any(|p| p.gated);
         match place {
             Place::Parked => {
                 if let Some(mut parked) = inner.parked.remove(&pod.uid) {
@@ -231,8 +244,8 @@ impl SchedulingQueue {
         let mut inner = self.lock();
         inner.places.remove(uid);
         inner.parked.remove(uid);
-        for pods in inner.nominated.values_mut() {
-            pods.remove(uid);
+        if !inner.nominated.is_empty() {
+            Self::set_nomination(&mut inner, uid, "");
         }
     }
 
@@ -297,6 +310,22 @@ impl SchedulingQueue {
             .collect();
         for uid in stale {
             if let Some(parked) = inner.parked.remove(&uid) {
+                self.activate(inner, parked.pod);
+            }
+        }
+        if inner.recheck_gated {
+            inner.recheck_gated = false;
+            let gated: Vec<String> = inner
+                .parked
+                .iter()
+                .filter(|(_, p)| p.gated)
+                .map(|(uid, _)| uid.clone())
+                .collect();
+            for uid in gated {
+                let Some(parked) = inner.parked.remove(&uid) else {
+                    continue;
+                };
+                // `place` asks PreEnqueue again and parks the pod anew if it still refuses.
                 self.activate(inner, parked.pod);
             }
         }
@@ -439,17 +468,34 @@ impl SchedulingQueue {
         }
     }
 
-    /// Records that preemption nominated a pod to a node (its room is kept for it).
+    /// Records that preemption nominated a pod to a node (its room is kept for it); an
+    /// empty node drops the nomination.
     pub fn nominate(&self, uid: &str, node: &str) {
         let mut inner = self.lock();
-        for pods in inner.nominated.values_mut() {
+        Self::set_nomination(&mut inner, uid, node);
+    }
+
+    fn set_nomination(inner: &mut Inner, uid: &str, node: &str) {
+        inner.nominated.retain(|_, pods| {
             pods.remove(uid);
+            !pods.is_empty()
+        });
+        if !node.is_empty() {
+            inner
+                .nominated
+                .entry(node.to_string())
+                .or_default()
+                .insert(uid.to_string());
         }
-        inner
+    }
+
+    /// The node a pod is nominated to, if any.
+    pub fn nominated_node(&self, uid: &str) -> Option<String> {
+        self.lock()
             .nominated
-            .entry(node.to_string())
-            .or_default()
-            .insert(uid.to_string());
+            .iter()
+            .find(|(_, pods)| pods.contains(uid))
+            .map(|(node, _)| node.clone())
     }
 
     /// The pods nominated to `node`, with their latest info.

@@ -123,10 +123,17 @@ impl Scheduler {
                 } else {
                     Some(post.message())
                 };
-                if post.is_success()
-                    && let Some(result) = result
-                {
-                    self.preempt(&pod, result);
+                match result {
+                    Some(result) if post.is_success() && !result.nominated_node.is_empty() => {
+                        self.preempt(&framework, &pod, result);
+                    }
+                    // No room anywhere: a nomination from an earlier cycle no longer holds.
+                    _ if self.queue.nominated_node(&pod.uid).is_some()
+                        || pod.nominated_node_name().is_some() =>
+                    {
+                        self.clear_nomination(&pod);
+                    }
+                    _ => {}
                 }
                 let message = fit.message(post_message.as_deref());
                 tracing::debug!(pod = %pod.key, %message, "unschedulable");
@@ -142,20 +149,52 @@ impl Scheduler {
         }
     }
 
-    /// Acts on preemption: the pod is nominated to the node and the victims deleted.
-    fn preempt(&self, pod: &Arc<PodInfo>, result: crate::framework::PostFilterResult) {
+    /// Acts on preemption: the pod is nominated to the node (at once in the queue, so the
+    /// next cycles leave the room to it), the victims are evicted (marked
+    /// `DisruptionTarget`, then deleted), and lower-priority nominations there cleared.
+    fn preempt(
+        &self,
+        framework: &Arc<Framework>,
+        pod: &Arc<PodInfo>,
+        result: crate::framework::PostFilterResult,
+    ) {
         self.queue.nominate(&pod.uid, &result.nominated_node);
+        let client = self.client.clone();
+        let framework = framework.clone();
+        let pod = pod.clone();
+        tokio::spawn(async move {
+            tracing::info!(
+                preemptor = %pod.key,
+                node = %result.nominated_node,
+                victims = result.victims.len(),
+                "preempting"
+            );
+            if let Err(error) = client.nominate(&pod, &result.nominated_node).await {
+                tracing::debug!(pod = %pod.key, %error, "cannot set the nominated node");
+            }
+            if let Err(error) = crate::plugins::default_preemption::prepare_candidate(
+                &framework.handle,
+                &pod,
+                &result,
+            )
+            .await
+            {
+                tracing::warn!(preemptor = %pod.key, %error, "cannot evict a preemption victim");
+            }
+        });
+    }
+
+    /// Drops the pod's nomination, here and in its status.
+    fn clear_nomination(&self, pod: &Arc<PodInfo>) {
+        self.queue.nominate(&pod.uid, "");
+        if pod.nominated_node_name().is_none() {
+            return;
+        }
         let client = self.client.clone();
         let pod = pod.clone();
         tokio::spawn(async move {
-            for victim in &result.victims {
-                tracing::info!(preemptor = %pod.key, victim = %victim.key, node = %result.nominated_node, "preempting");
-                if let Err(error) = client.delete_pod(victim).await {
-                    tracing::warn!(victim = %victim.key, %error, "cannot delete a preemption victim");
-                }
-            }
-            if let Err(error) = client.nominate(&pod, &result.nominated_node).await {
-                tracing::debug!(pod = %pod.key, %error, "cannot set the nominated node");
+            if let Err(error) = client.nominate(&pod, "").await {
+                tracing::debug!(pod = %pod.key, %error, "cannot clear the nominated node");
             }
         });
     }
@@ -180,6 +219,8 @@ impl Scheduler {
     ) {
         let pod = popped.pod.info.clone();
         self.cache().assume(pod.clone(), &node);
+        // Placed: a nomination no longer holds room for it.
+        self.queue.nominate(&pod.uid, "");
         let status = framework.run_reserve(&mut state, &pod, &node);
         if !status.is_success() {
             framework.run_unreserve(&mut state, &pod, &node);

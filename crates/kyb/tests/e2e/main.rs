@@ -14,6 +14,7 @@ mod http;
 mod kubectl;
 mod patch;
 mod policies;
+mod scheduling;
 mod security;
 mod service_accounts;
 mod webhook_server;

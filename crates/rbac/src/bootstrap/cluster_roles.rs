@@ -280,6 +280,10 @@ fn kube_scheduler_rules() -> Vec<PolicyRule> {
         rule(READ)
             .groups(&[STORAGE])
             .resources(&["csistoragecapacities"]),
+        // Gangs and elastic quotas (coscheduling, capacity scheduling).
+        rule(READ)
+            .groups(&["scheduling.x-k8s.io"])
+            .resources(&["podgroups", "elasticquotas"]),
     ]
 }
 

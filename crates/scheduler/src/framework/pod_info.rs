@@ -193,6 +193,15 @@ impl PodInfo {
             .filter(|n| !n.is_empty())
     }
 
+    /// `status.nominatedNodeName`: where preemption made room for the pod.
+    pub fn nominated_node_name(&self) -> Option<&str> {
+        self.pod
+            .status
+            .as_ref()
+            .and_then(|s| s.nominated_node_name.as_deref())
+            .filter(|n| !n.is_empty())
+    }
+
     /// `spec.schedulerName` (`default-scheduler` when unset).
     pub fn scheduler_name(&self) -> &str {
         self.pod

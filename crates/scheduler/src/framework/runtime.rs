@@ -213,15 +213,8 @@ impl Framework {
                 continue;
             }
             if !status.is_success() {
-                let status = if status.code() == Code::Unschedulable {
-                    // Nothing a PreFilter rejects can be fixed by evicting pods.
-                    Status::new(
-                        Code::UnschedulableAndUnresolvable,
-                        status.reasons().to_vec(),
-                    )
-                } else {
-                    status
-                };
+                // Unschedulable stays so: PostFilter may still make room (capacity
+                // scheduling's quota reclaim, preemption for a gang).
                 return (None, status.with_plugin(plugin.name()));
             }
             if let Some(result) = result {
@@ -309,8 +302,9 @@ impl Framework {
         Status::success()
     }
 
-    /// PostFilter: the first plugin that finds room, or the plugins' combined refusal (or
-    /// the first error or unresolvable refusal, which ends it).
+    /// PostFilter: the first plugin that finds room, or the plugins' combined refusal with
+    /// the last result a refusing plugin gave (an empty nominated node there clears a
+    /// stale nomination); an error or unresolvable refusal ends it.
     pub fn run_post_filter(
         &self,
         context: &PostFilterContext<'_>,
@@ -319,6 +313,8 @@ impl Framework {
         statuses: &NodeStatuses,
     ) -> (Option<PostFilterResult>, Status) {
         let mut reasons = Vec::new();
+        let mut last = None;
+        let mut rejector = None;
         for plugin in &self.post_filter {
             let Some(p) = plugin.as_post_filter() else {
                 continue;
@@ -330,15 +326,24 @@ impl Framework {
             // As in Kubernetes, an unresolvable refusal ends PostFilter too: the plugin is
             // sure nothing can be done (capacity scheduling's preemption, which the default
             // preemption must not second-guess).
-            if matches!(
-                status.code(),
-                Code::Error | Code::UnschedulableAndUnresolvable
-            ) {
-                return (None, status.with_plugin(plugin.name()));
+            match status.code() {
+                Code::UnschedulableAndUnresolvable => {
+                    return (result, status.with_plugin(plugin.name()));
+                }
+                Code::Error => return (None, status.with_plugin(plugin.name())),
+                _ => {}
             }
+            if result.is_some() {
+                last = result;
+            }
+            rejector.get_or_insert(plugin.name());
             reasons.extend(status.reasons().iter().cloned());
         }
-        (None, Status::new(Code::Unschedulable, reasons))
+        let status = Status::new(Code::Unschedulable, reasons);
+        match rejector {
+            Some(name) => (last, status.with_plugin(name)),
+            None => (last, status),
+        }
     }
 
     /// PreScore over the nodes that fit.
