@@ -1174,6 +1174,120 @@ fn the_owner_index_follows_the_lister() {
     assert!(owners.default_selector(&old_version, &lister).is_empty());
 }
 
+/// A binder that binds nothing (a profile needs one).
+struct NoBinder;
+
+impl Plugin for NoBinder {
+    fn name(&self) -> &'static str {
+        "NoBinder"
+    }
+
+    fn as_bind(&self) -> Option<&dyn crate::framework::BindPlugin> {
+        Some(self)
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::framework::BindPlugin for NoBinder {
+    async fn bind(&self, _: &CycleState, _: &PodInfo, _: &str) -> Status {
+        Status::skip()
+    }
+}
+
+#[test]
+fn through_the_framework_runner() {
+    use crate::config::{PluginRef, PluginSet, ProfileConfig};
+    let mut registry = crate::plugins::registry();
+    registry
+        .register("NoBinder", |_, _| Ok(Arc::new(NoBinder) as Arc<dyn Plugin>))
+        .unwrap();
+    let mut profile = ProfileConfig::default_named("spread");
+    profile.multi_point = PluginSet {
+        enabled: vec![
+            PluginRef {
+                name: NAME.to_string(),
+                weight: 2,
+            },
+            PluginRef {
+                name: "NoBinder".to_string(),
+                weight: 0,
+            },
+        ],
+        disabled: Vec::new(),
+    };
+    let framework =
+        crate::framework::Framework::new(&profile, &registry, testing::handle()).unwrap();
+    let nodes = documented_cluster();
+    let snapshot = Snapshot::new(nodes.clone());
+
+    // A pod without constraints (nor owners): Filter and Score are skipped.
+    let plain = foo("plain");
+    let mut state = CycleState::new();
+    assert!(
+        framework
+            .run_pre_filter(&mut state, &plain, &snapshot)
+            .1
+            .is_success()
+    );
+    assert!(state.skip_filter.contains(NAME));
+    assert!(framework.run_filter(&state, &plain, &nodes[0]).is_success());
+    assert!(
+        framework
+            .run_pre_score(&mut state, &plain, &nodes)
+            .is_success()
+    );
+    assert!(state.skip_score.contains(NAME));
+    assert_eq!(
+        framework.run_score(&state, &plain, &nodes).unwrap(),
+        vec![0, 0, 0, 0]
+    );
+
+    // Hard and soft constraints.
+    let pod = incoming(
+        vec![
+            constraint(1, ZONE, "DoNotSchedule"),
+            constraint(1, HOST, "ScheduleAnyway"),
+        ],
+        Value::Null,
+    );
+    let mut state = CycleState::new();
+    assert!(
+        framework
+            .run_pre_filter(&mut state, &pod, &snapshot)
+            .1
+            .is_success()
+    );
+    let status = framework.run_filter(&state, &pod, &nodes[0]);
+    assert_eq!(status.code(), Code::Unschedulable);
+    assert_eq!(status.plugin(), Some(NAME));
+    assert_eq!(
+        status.message(),
+        "node(s) didn't match pod topology spread constraints"
+    );
+    let feasible = vec![nodes[2].clone(), nodes[3].clone()];
+    assert!(
+        framework
+            .run_pre_score(&mut state, &pod, &feasible)
+            .is_success()
+    );
+    // node3 has one pod, node4 none (weight ln 4): raw 1 and 0 → 0 and 100, weighted × 2.
+    assert_eq!(
+        framework.run_score(&state, &pod, &feasible).unwrap(),
+        vec![0, 200]
+    );
+
+    // A what-if removing node1's pod: zoneA drops to 1, node1 fits.
+    let mut what_if = state.clone();
+    let victim = nodes[0].pods[0].clone();
+    assert!(
+        framework
+            .run_remove_pod(&mut what_if, &pod, &victim, &nodes[0])
+            .is_success()
+    );
+    assert!(framework.run_filter(&what_if, &pod, &nodes[0]).is_success());
+    assert!(!framework.run_filter(&state, &pod, &nodes[0]).is_success());
+}
+
 /// 5,000 nodes (3 zones, 16 labels each) and 10,000 pods in 50 namespaces; prints the time
 /// of each point per cycle. `cargo test --release -p kyb-scheduler -- --ignored
 /// --nocapture spread_cost`.
