@@ -9,12 +9,14 @@
 //! selector matches the pod, and of its controlling ReplicationController, ReplicaSet or
 //! StatefulSet. A pod with none of those gets no default constraints.
 
+use super::counting::FastMap;
 use crate::framework::{Lister, PodInfo};
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kyb_api::labels::{Operator, Requirement, Selector};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 
 /// `kubernetes.io/hostname`: spread over nodes (scored per node, as Kubernetes does).
 pub const HOSTNAME_KEY: &str = "kubernetes.io/hostname";
@@ -180,97 +182,172 @@ fn str_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
     value.pointer(pointer).and_then(Value::as_str)
 }
 
-/// The objects of a resource in `namespace` (from the lister).
-fn in_namespace<'a>(
-    objects: &'a [std::sync::Arc<Value>],
-    namespace: &'a str,
-) -> impl Iterator<Item = &'a Value> {
-    objects
-        .iter()
-        .map(|o| o.as_ref())
-        .filter(move |o| str_at(o, "/metadata/namespace") == Some(namespace))
-}
-
-/// The object of a resource named `name` in `namespace`.
-fn named<'a>(
-    objects: &'a [std::sync::Arc<Value>],
-    namespace: &'a str,
-    name: &str,
-) -> Option<&'a Value> {
-    in_namespace(objects, namespace).find(|o| str_at(o, "/metadata/name") == Some(name))
-}
-
-/// The selector Kubernetes deduces for default constraints: the union of the selectors of
-/// the Services selecting the pod and of its controller (ReplicationController,
-/// ReplicaSet, StatefulSet). Empty when the pod has none.
-pub fn default_selector(pod: &PodInfo, lister: &dyn Lister) -> Selector {
-    let mut labels: BTreeMap<String, String> = BTreeMap::new();
-    let services = lister.objects("", "services");
-    for service in in_namespace(&services, &pod.namespace) {
-        // A Service without a selector selects nothing (not everything).
-        let Some(selector) = service.pointer("/spec/selector").and_then(Value::as_object) else {
-            continue;
-        };
-        let matches = selector
+/// A map selector (`spec.selector` of Services and ReplicationControllers) as pairs;
+/// `None` when not set.
+fn map_selector(object: &Value) -> Option<Vec<(String, String)>> {
+    let selector = object.pointer("/spec/selector")?.as_object()?;
+    Some(
+        selector
             .iter()
-            .all(|(key, value)| value.as_str().is_some() && pod.label(key) == value.as_str());
-        if matches {
-            for (key, value) in selector {
-                if let Some(value) = value.as_str() {
-                    labels.insert(key.clone(), value.to_string());
-                }
-            }
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect(),
+    )
+}
+
+/// A `metav1.LabelSelector` (`spec.selector` of ReplicaSets and StatefulSets); `None` when
+/// it does not parse.
+fn label_selector(object: &Value) -> Option<Selector> {
+    let selector = object.pointer("/spec/selector").unwrap_or(&Value::Null);
+    Selector::from_label_selector(selector).ok()
+}
+
+/// One resource's objects by namespace, with what the default selector needs of each,
+/// rebuilt when the lister's objects change (another `Arc` anywhere in the list).
+#[derive(Debug)]
+struct Index<T> {
+    /// The objects it was built from (held, so comparing them by address is exact).
+    seen: Vec<Arc<Value>>,
+    /// Per namespace: (name, what was extracted).
+    by_namespace: FastMap<String, Vec<(String, T)>>,
+}
+
+impl<T> Default for Index<T> {
+    fn default() -> Self {
+        Index {
+            seen: Vec::new(),
+            by_namespace: FastMap::default(),
         }
     }
-    let from_labels = |labels: &BTreeMap<String, String>| Selector {
-        requirements: labels
+}
+
+impl<T> Index<T> {
+    fn refresh(&mut self, objects: Vec<Arc<Value>>, extract: impl Fn(&Value) -> T) {
+        let same = objects.len() == self.seen.len()
+            && objects
+                .iter()
+                .zip(&self.seen)
+                .all(|(a, b)| Arc::ptr_eq(a, b));
+        if same {
+            return;
+        }
+        self.by_namespace.clear();
+        for object in &objects {
+            let (Some(namespace), Some(name)) = (
+                str_at(object, "/metadata/namespace"),
+                str_at(object, "/metadata/name"),
+            ) else {
+                continue;
+            };
+            self.by_namespace
+                .entry(namespace.to_string())
+                .or_default()
+                .push((name.to_string(), extract(object)));
+        }
+        self.seen = objects;
+    }
+
+    fn in_namespace(&self, namespace: &str) -> &[(String, T)] {
+        self.by_namespace.get(namespace).map_or(&[], Vec::as_slice)
+    }
+
+    fn named(&self, namespace: &str, name: &str) -> Option<&T> {
+        self.in_namespace(namespace)
             .iter()
-            .map(|(k, v)| requirement(k, Operator::Equals, [v.as_str()]))
-            .collect(),
-    };
-    let mut selector = from_labels(&labels);
-    let owner = pod
-        .pod
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.controller == Some(true));
-    let Some(owner) = owner else {
-        return selector;
-    };
-    match (owner.api_version.as_str(), owner.kind.as_str()) {
-        ("v1", "ReplicationController") => {
-            let controllers = lister.objects("", "replicationcontrollers");
-            if let Some(rc) = named(&controllers, &pod.namespace, &owner.name) {
-                for (key, value) in rc
-                    .pointer("/spec/selector")
-                    .and_then(Value::as_object)
-                    .into_iter()
-                    .flatten()
+            .find(|(n, _)| n == name)
+            .map(|(_, t)| t)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Indexes {
+    services: Index<Option<Vec<(String, String)>>>,
+    replication_controllers: Index<Option<Vec<(String, String)>>>,
+    replica_sets: Index<Option<Selector>>,
+    stateful_sets: Index<Option<Selector>>,
+}
+
+/// The Services and controllers the default selector is deduced from, read from the lister
+/// (`services`, `replicationcontrollers`, `apps/replicasets`, `apps/statefulsets`) and
+/// indexed by namespace.
+#[derive(Debug, Default)]
+pub struct Owners {
+    indexes: Mutex<Indexes>,
+}
+
+impl Owners {
+    /// The selector Kubernetes deduces for default constraints: the union of the selectors
+    /// of the Services selecting the pod and of its controller (ReplicationController,
+    /// ReplicaSet, StatefulSet). Empty when the pod has none.
+    pub fn default_selector(&self, pod: &PodInfo, lister: &dyn Lister) -> Selector {
+        let mut guard = match self.indexes.lock() {
+            Ok(indexes) => indexes,
+            Err(poisoned) => {
+                self.indexes.clear_poison();
+                let mut indexes = poisoned.into_inner();
+                *indexes = Indexes::default();
+                indexes
+            }
+        };
+        let indexes = &mut *guard;
+        indexes
+            .services
+            .refresh(lister.objects("", "services"), map_selector);
+        let mut labels: BTreeMap<&str, &str> = BTreeMap::new();
+        // A Service without a selector selects nothing (not everything).
+        for (_, selector) in indexes.services.in_namespace(&pod.namespace) {
+            let Some(selector) = selector else {
+                continue;
+            };
+            if selector
+                .iter()
+                .all(|(k, v)| pod.label(k) == Some(v.as_str()))
+            {
+                labels.extend(selector.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+            }
+        }
+        let owner = pod
+            .pod
+            .metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.controller == Some(true));
+        let mut extra = Vec::new();
+        match owner.map(|o| (o.api_version.as_str(), o.kind.as_str(), o.name.as_str())) {
+            Some(("v1", "ReplicationController", name)) => {
+                indexes
+                    .replication_controllers
+                    .refresh(lister.objects("", "replicationcontrollers"), map_selector);
+                if let Some(selector) = indexes.replication_controllers.named(&pod.namespace, name)
                 {
-                    if let Some(value) = value.as_str() {
-                        labels.insert(key.clone(), value.to_string());
+                    for (k, v) in selector.iter().flatten() {
+                        labels.insert(k, v);
                     }
                 }
-                selector = from_labels(&labels);
             }
-        }
-        ("apps/v1", kind @ ("ReplicaSet" | "StatefulSet")) => {
-            let resource = if kind == "ReplicaSet" {
-                "replicasets"
-            } else {
-                "statefulsets"
-            };
-            let objects = lister.objects("apps", resource);
-            if let Some(owner) = named(&objects, &pod.namespace, &owner.name)
-                && let Some(owner_selector) = owner.pointer("/spec/selector")
-                && let Ok(parsed) = Selector::from_label_selector(owner_selector)
-            {
-                selector.requirements.extend(parsed.requirements);
+            Some(("apps/v1", "ReplicaSet", name)) => {
+                indexes
+                    .replica_sets
+                    .refresh(lister.objects("apps", "replicasets"), label_selector);
+                if let Some(Some(selector)) = indexes.replica_sets.named(&pod.namespace, name) {
+                    extra.extend(selector.requirements.iter().cloned());
+                }
             }
+            Some(("apps/v1", "StatefulSet", name)) => {
+                indexes
+                    .stateful_sets
+                    .refresh(lister.objects("apps", "statefulsets"), label_selector);
+                if let Some(Some(selector)) = indexes.stateful_sets.named(&pod.namespace, name) {
+                    extra.extend(selector.requirements.iter().cloned());
+                }
+            }
+            _ => {}
         }
-        _ => {}
+        let mut requirements: Vec<Requirement> = labels
+            .into_iter()
+            .map(|(k, v)| requirement(k, Operator::Equals, [v]))
+            .collect();
+        requirements.extend(extra);
+        Selector { requirements }
     }
-    selector
 }

@@ -1,18 +1,21 @@
-//! Counting matching pods per topology domain: one pass over the snapshot's nodes per
-//! cycle for every constraint of the pod (hard and soft together), counting each node's
-//! pods once per distinct selector, into [`Domains`] (a count per value of the topology
-//! key, with the global minimum kept up to date as pods are added and removed).
+//! Counting matching pods per topology domain: one pass per cycle over the snapshot's
+//! nodes for every constraint of the pod (hard and soft together), reading the per-node
+//! columns of the [`NodeTable`](super::node_table::NodeTable) (the node's value of each
+//! topology key, its pods matching each distinct selector, whether it matches the pod's
+//! node affinity or tolerates its taints), into [`Domains`]: a count per value of the
+//! topology key, with the global minimum kept exact as pods are added and removed.
 
 use super::constraints::Constraint;
 use super::node_inclusion::NodeInclusion;
+use super::node_table::{ColumnView, EMPTY_VALUE, MISSING, Request, View};
 use crate::framework::{NodeInfo, PodInfo};
 use kyb_api::labels::Selector;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-/// A small, fast hasher for topology values (short strings from node labels; the FxHash
-/// mix). Not resistant to adversarial keys, which node labels are not.
+/// A small, fast hasher for node names and topology values (short strings from node
+/// objects; the FxHash mix). Not resistant to adversarial keys, which these are not.
 #[derive(Clone, Copy, Default)]
 pub struct FxHasher {
     hash: u64,
@@ -50,6 +53,11 @@ impl Hasher for FxHasher {
     }
 
     #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.add(u64::from(i));
+    }
+
+    #[inline]
     fn write_usize(&mut self, i: usize) {
         self.add(i as u64);
     }
@@ -66,75 +74,161 @@ pub type FastSet<K> = HashSet<K, BuildHasherDefault<FxHasher>>;
 /// The labels of a node without any.
 static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
 
-/// The global minimum of a constraint with no domain at all.
+/// The global minimum of a constraint with no domain at all (as Kubernetes).
 const NO_DOMAIN: i64 = i32::MAX as i64;
+/// The count of a value no eligible node has.
+const ABSENT: i64 = i64::MIN;
 
-/// Matching pods per domain (value of the topology key) of one constraint. Cloning copies
-/// the counts and shares the domain index.
+/// Matching pods per domain (value of the topology key) of one constraint, over the
+/// eligible nodes. Values are ids of the key's column; cloning copies the counts and
+/// shares the ids.
 #[derive(Clone, Debug)]
 pub struct Domains {
-    slots: Arc<FastMap<String, usize>>,
+    ids: Arc<FastMap<String, u32>>,
+    /// Per value id ([`ABSENT`] for values no eligible node has).
     counts: Vec<i64>,
+    domains: usize,
     min: i64,
 }
 
 impl Default for Domains {
     fn default() -> Self {
         Domains {
-            slots: Arc::default(),
+            ids: Arc::default(),
             counts: Vec::new(),
+            domains: 0,
             min: NO_DOMAIN,
         }
     }
 }
 
 impl Domains {
-    fn slot(&mut self, value: &str) -> (usize, bool) {
-        if let Some(&slot) = self.slots.get(value) {
-            return (slot, false);
+    fn new(ids: &Arc<FastMap<String, u32>>) -> Domains {
+        Domains {
+            ids: ids.clone(),
+            counts: vec![ABSENT; ids.len()],
+            ..Domains::default()
         }
-        let slot = self.counts.len();
-        Arc::make_mut(&mut self.slots).insert(value.to_string(), slot);
-        self.counts.push(0);
-        (slot, true)
     }
 
     /// Adds while building (the minimum is computed by [`Domains::finish`]).
-    fn accumulate(&mut self, value: &str, count: i64) {
-        let (slot, _) = self.slot(value);
-        self.counts[slot] += count;
+    #[inline]
+    fn accumulate(&mut self, id: u32, count: i64) {
+        let Some(slot) = self.counts.get_mut(id as usize) else {
+            return;
+        };
+        if *slot == ABSENT {
+            *slot = 0;
+            self.domains += 1;
+        }
+        *slot += count;
     }
 
     fn finish(&mut self) {
-        self.min = self.counts.iter().copied().min().unwrap_or(NO_DOMAIN);
+        self.min = self.scan_min();
     }
 
-    /// Adds `delta` to a domain (creating it), keeping the minimum exact.
+    fn scan_min(&self) -> i64 {
+        self.counts
+            .iter()
+            .copied()
+            .filter(|&c| c != ABSENT)
+            .min()
+            .unwrap_or(NO_DOMAIN)
+    }
+
+    /// Adds `delta` to the domain `value` (making it a domain), keeping the minimum exact.
     pub fn update(&mut self, value: &str, delta: i64) {
-        let (slot, _) = self.slot(value);
-        let old = self.counts[slot];
-        let new = old + delta;
-        self.counts[slot] = new;
+        let id = match self.ids.get(value) {
+            Some(&id) => id as usize,
+            None => {
+                let id = self.counts.len();
+                Arc::make_mut(&mut self.ids)
+                    .insert(value.to_string(), u32::try_from(id).unwrap_or(MISSING - 1));
+                self.counts.push(ABSENT);
+                id
+            }
+        };
+        let Some(slot) = self.counts.get_mut(id) else {
+            return;
+        };
+        let old = if *slot == ABSENT {
+            self.domains += 1;
+            None
+        } else {
+            Some(*slot)
+        };
+        let new = old.unwrap_or(0) + delta;
+        *slot = new;
         if new < self.min {
             self.min = new;
-        } else if old == self.min && new > old {
-            self.min = self.counts.iter().copied().min().unwrap_or(NO_DOMAIN);
+        } else if old == Some(self.min) && new > self.min {
+            self.min = self.scan_min();
         }
     }
 
-    /// The count of a domain (`None`: no eligible node has this value).
-    pub fn get(&self, value: &str) -> Option<i64> {
-        self.slots.get(value).map(|&slot| self.counts[slot])
+    /// The count of a value id (0 for a value no eligible node has).
+    #[inline]
+    pub fn count(&self, id: u32) -> i64 {
+        match self.counts.get(id as usize) {
+            Some(&c) if c != ABSENT => c,
+            _ => 0,
+        }
+    }
+
+    /// The count of a node's value.
+    #[inline]
+    pub fn count_of(&self, value: NodeValue<'_>) -> i64 {
+        match value {
+            NodeValue::Id(id) => self.count(id),
+            NodeValue::Missing | NodeValue::Unknown(_) => 0,
+        }
     }
 
     /// How many domains there are.
     pub fn len(&self) -> usize {
-        self.counts.len()
+        self.domains
     }
 
     /// The smallest count of any domain (`i32::MAX` when there is none, as Kubernetes).
     pub fn min(&self) -> i64 {
         self.min
+    }
+}
+
+/// A node's value of a topology key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NodeValue<'n> {
+    /// The node does not have the label.
+    Missing,
+    /// The value, by its id in the key's column.
+    Id(u32),
+    /// A value the column has never seen (a node outside the snapshot).
+    Unknown(&'n str),
+}
+
+/// The value of `key` on a node: from the column when the node has a slot, else from its
+/// labels.
+#[inline]
+pub fn node_value<'n>(
+    slot: Option<usize>,
+    node: &'n NodeInfo,
+    key: &str,
+    column: &ColumnView,
+) -> NodeValue<'n> {
+    if let Some(&id) = slot.and_then(|s| column.data.get(s)) {
+        return if id == MISSING {
+            NodeValue::Missing
+        } else {
+            NodeValue::Id(id)
+        };
+    }
+    match node.label(key) {
+        None => NodeValue::Missing,
+        Some(value) => match column.ids.get(value) {
+            Some(&id) => NodeValue::Id(id),
+            None => NodeValue::Unknown(value),
+        },
     }
 }
 
@@ -159,7 +253,7 @@ pub fn matching_pods(node: &NodeInfo, selector: &Selector, namespace: &str) -> i
         .count() as i64
 }
 
-/// Whether the node has every constraint's topology key.
+/// Whether the node has every constraint's topology key (from its labels).
 pub fn has_all_keys(node: &NodeInfo, constraints: &[Constraint]) -> bool {
     let labels = node.labels().unwrap_or(&NO_LABELS);
     constraints
@@ -177,82 +271,145 @@ pub struct Group<'c> {
     pub skip_hostname: bool,
 }
 
-/// Whether the node counts for a constraint under its inclusion policies (`affinity` and
-/// `taints` cache the node's answers).
-#[inline]
-pub fn included(
-    constraint: &Constraint,
-    inclusion: &NodeInclusion,
-    node: &NodeInfo,
-    affinity: &mut Option<bool>,
-    taints: &mut Option<bool>,
-) -> bool {
-    if constraint.honor_node_affinity
-        && inclusion.has_node_affinity()
-        && !*affinity.get_or_insert_with(|| inclusion.matches_node_affinity(node))
-    {
-        return false;
-    }
-    !constraint.honor_node_taints
-        || *taints.get_or_insert_with(|| inclusion.tolerates_node_taints(node))
+/// The columns a constraint reads.
+#[derive(Clone, Debug, Default)]
+pub struct ConstraintColumns {
+    /// The value of its topology key per node.
+    pub key: ColumnView,
+    /// Its matching pods per node.
+    pub count: ColumnView,
 }
 
-/// Counts, in one pass over `nodes`, the pods of `namespace` matching each constraint of
-/// each group, per domain. The result has a [`Domains`] per constraint per group (empty for
-/// skipped hostname constraints).
-pub fn count(
-    nodes: &[Arc<NodeInfo>],
-    namespace: &str,
-    inclusion: &NodeInclusion,
-    groups: &[Group<'_>],
-) -> Vec<Vec<Domains>> {
-    let mut selectors: Vec<&Selector> = Vec::new();
-    let ids: Vec<Vec<usize>> = groups
-        .iter()
-        .map(|g| {
-            g.constraints
-                .iter()
-                .map(|c| match selectors.iter().position(|s| **s == c.selector) {
-                    Some(id) => id,
-                    None => {
-                        selectors.push(&c.selector);
-                        selectors.len() - 1
-                    }
-                })
-                .collect()
-        })
-        .collect();
-    let mut out: Vec<Vec<Domains>> = groups
-        .iter()
-        .map(|g| vec![Domains::default(); g.constraints.len()])
-        .collect();
-    let mut counted: Vec<Option<i64>> = vec![None; selectors.len()];
-    for node in nodes {
-        let labels = node.labels().unwrap_or(&NO_LABELS);
-        counted.fill(None);
-        let (mut affinity, mut taints) = (None, None);
-        for ((group, ids), domains) in groups.iter().zip(&ids).zip(&mut out) {
-            if group.require_all_keys && !has_all_keys(node, group.constraints) {
-                continue;
-            }
-            for ((constraint, &id), domains) in group.constraints.iter().zip(ids).zip(domains) {
-                if group.skip_hostname && constraint.is_hostname() {
-                    continue;
+/// The columns to ask the node table for, and which each constraint reads.
+pub struct Plan<'a> {
+    pub requests: Vec<Request<'a>>,
+    /// Per group, per constraint: (key column, count column).
+    columns: Vec<Vec<(usize, usize)>>,
+    affinity: Option<usize>,
+    tolerations: Option<usize>,
+}
+
+impl<'a> Plan<'a> {
+    pub fn new(groups: &[Group<'a>], namespace: &'a str, inclusion: &'a NodeInclusion) -> Plan<'a> {
+        let mut requests: Vec<Request<'a>> = Vec::new();
+        let mut index = |request: Request<'a>| -> usize {
+            let same = |r: &Request<'a>| match (r, &request) {
+                (Request::Key(a), Request::Key(b)) => a == b,
+                (Request::Count(n, a), Request::Count(m, b)) => n == m && a == b,
+                _ => false,
+            };
+            match requests.iter().position(same) {
+                Some(i) => i,
+                None => {
+                    requests.push(request);
+                    requests.len() - 1
                 }
-                if !included(constraint, inclusion, node, &mut affinity, &mut taints) {
-                    continue;
-                }
-                let value = labels
-                    .get(&constraint.topology_key)
-                    .map_or("", String::as_str);
-                let count = *counted[id]
-                    .get_or_insert_with(|| matching_pods(node, selectors[id], namespace));
-                domains.accumulate(value, count);
             }
+        };
+        let columns = groups
+            .iter()
+            .map(|g| {
+                g.constraints
+                    .iter()
+                    .map(|c| {
+                        (
+                            index(Request::Key(&c.topology_key)),
+                            index(Request::Count(namespace, &c.selector)),
+                        )
+                    })
+                    .collect()
+            })
+            .collect();
+        let all = || groups.iter().flat_map(|g| g.constraints.iter());
+        let affinity =
+            (inclusion.affinity.is_set() && all().any(|c| c.honor_node_affinity)).then(|| {
+                requests.push(Request::Affinity(&inclusion.affinity));
+                requests.len() - 1
+            });
+        let tolerations = all().any(|c| c.honor_node_taints).then(|| {
+            requests.push(Request::Tolerations(&inclusion.tolerations));
+            requests.len() - 1
+        });
+        Plan {
+            requests,
+            columns,
+            affinity,
+            tolerations,
         }
     }
-    for domains in out.iter_mut().flatten() {
-        domains.finish();
+
+    /// The columns each constraint of group `g` reads.
+    pub fn columns_of(&self, view: &View, g: usize) -> Vec<ConstraintColumns> {
+        self.columns
+            .get(g)
+            .into_iter()
+            .flatten()
+            .map(|&(key, count)| ConstraintColumns {
+                key: view.columns[key].clone(),
+                count: view.columns[count].clone(),
+            })
+            .collect()
     }
-    out
+
+    /// Counts, in one pass over the snapshot's nodes, the matching pods of each constraint
+    /// of each group per domain (an empty [`Domains`] for skipped hostname constraints).
+    pub fn count(&self, view: &View, groups: &[Group<'_>]) -> Vec<Vec<Domains>> {
+        let data = |i: usize| view.columns[i].data.as_slice();
+        let mut out: Vec<Vec<Domains>> = groups
+            .iter()
+            .zip(&self.columns)
+            .map(|(g, columns)| {
+                g.constraints
+                    .iter()
+                    .zip(columns)
+                    .map(|(c, &(key, _))| {
+                        if g.skip_hostname && c.is_hostname() {
+                            Domains::default()
+                        } else {
+                            Domains::new(&view.columns[key].ids)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let affinity = self.affinity.map(data);
+        let tolerations = self.tolerations.map(data);
+        for &slot in &view.slots {
+            let slot = slot as usize;
+            for ((group, columns), domains) in groups.iter().zip(&self.columns).zip(&mut out) {
+                if group.require_all_keys
+                    && columns
+                        .iter()
+                        .any(|&(key, _)| data(key).get(slot).is_none_or(|&v| v == MISSING))
+                {
+                    continue;
+                }
+                for ((constraint, &(key, count)), domains) in
+                    group.constraints.iter().zip(columns).zip(domains)
+                {
+                    if group.skip_hostname && constraint.is_hostname() {
+                        continue;
+                    }
+                    let excluded = |column: Option<&[u32]>| {
+                        column.is_some_and(|c| c.get(slot).copied().unwrap_or(0) == 0)
+                    };
+                    if (constraint.honor_node_affinity && excluded(affinity))
+                        || (constraint.honor_node_taints && excluded(tolerations))
+                    {
+                        continue;
+                    }
+                    let id = match data(key).get(slot) {
+                        Some(&MISSING) | None => EMPTY_VALUE,
+                        Some(&id) => id,
+                    };
+                    let matching = data(count).get(slot).copied().unwrap_or(0);
+                    domains.accumulate(id, i64::from(matching));
+                }
+            }
+        }
+        for domains in out.iter_mut().flatten() {
+            domains.finish();
+        }
+        out
+    }
 }

@@ -5,8 +5,8 @@
 //! domains than `minDomains`), and the incremental updates of preemption's what-ifs.
 
 use super::constraints::Constraint;
-use super::counting::{self, Domains};
-use super::node_inclusion::NodeInclusion;
+use super::counting::{self, ConstraintColumns, Domains, FastMap, NodeValue};
+use super::node_inclusion::{NodeInclusion, tolerates_taints};
 use crate::framework::{NodeInfo, PodInfo, Status};
 use std::sync::Arc;
 
@@ -22,6 +22,10 @@ pub const REASON_NODE_LABEL_NOT_MATCH: &str =
 #[derive(Clone, Debug)]
 pub struct FilterState {
     pub constraints: Arc<[Constraint]>,
+    /// Per constraint: the node table's columns it reads.
+    pub columns: Arc<[ConstraintColumns]>,
+    /// Node name → slot in the columns.
+    pub names: Arc<FastMap<String, u32>>,
     /// Per constraint.
     pub domains: Vec<Domains>,
     pub inclusion: Arc<NodeInclusion>,
@@ -40,12 +44,15 @@ impl FilterState {
 
     /// Filter: whether the pod may go to `node` without breaking any constraint.
     pub fn filter(&self, node: &NodeInfo) -> Status {
-        let labels = node.labels();
-        for (i, constraint) in self.constraints.iter().enumerate() {
-            let Some(value) = labels.and_then(|l| l.get(&constraint.topology_key)) else {
+        let slot = self.names.get(node.name.as_str()).map(|&s| s as usize);
+        for (i, (constraint, columns)) in
+            self.constraints.iter().zip(self.columns.iter()).enumerate()
+        {
+            let value = counting::node_value(slot, node, &constraint.topology_key, &columns.key);
+            if value == NodeValue::Missing {
                 return Status::unresolvable(REASON_NODE_LABEL_NOT_MATCH);
-            };
-            let matching = self.domains[i].get(value).unwrap_or(0);
+            }
+            let matching = self.domains[i].count_of(value);
             let skew = matching + i64::from(constraint.matches_self) - self.global_min(i);
             if skew > i64::from(constraint.max_skew) {
                 return Status::unschedulable(REASON_CONSTRAINTS_NOT_MATCH);
@@ -63,24 +70,27 @@ impl FilterState {
         {
             return;
         }
-        let labels = node.labels();
         let (mut affinity, mut taints) = (None, None);
         for (constraint, domains) in self.constraints.iter().zip(&mut self.domains) {
-            if !counting::counts_pod(&constraint.selector, &preemptor.namespace, pod)
-                || !counting::included(
-                    constraint,
-                    &self.inclusion,
-                    node,
-                    &mut affinity,
-                    &mut taints,
-                )
+            if !counting::counts_pod(&constraint.selector, &preemptor.namespace, pod) {
+                continue;
+            }
+            let inclusion = &self.inclusion;
+            if constraint.honor_node_affinity
+                && inclusion.affinity.is_set()
+                && !*affinity.get_or_insert_with(|| inclusion.affinity.matches(node))
             {
                 continue;
             }
-            let value = labels
-                .and_then(|l| l.get(&constraint.topology_key))
-                .map_or("", String::as_str);
-            domains.update(value, delta);
+            if constraint.honor_node_taints
+                && !*taints.get_or_insert_with(|| tolerates_taints(&inclusion.tolerations, node))
+            {
+                continue;
+            }
+            domains.update(
+                node.label(&constraint.topology_key).unwrap_or_default(),
+                delta,
+            );
         }
     }
 }

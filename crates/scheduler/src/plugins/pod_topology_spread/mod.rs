@@ -17,7 +17,7 @@
 //!   didn't match pod topology spread constraints` (Unschedulable) when the node's domain
 //!   would exceed `maxSkew` over the global minimum (taken as 0 while fewer than
 //!   `minDomains` domains are eligible).
-//! - PreScore/Score: Kubernetes' scoring of soft constraints ([`scoring`]), normalized and
+//! - PreScore/Score: Kubernetes' scoring of soft constraints (module `scoring`), normalized and
 //!   reversed to 0..100; nodes without the topology keys get 0.
 //!
 //! Args (`PodTopologySpreadArgs`, see [`args`]): `defaultingType` System (hostname maxSkew
@@ -27,15 +27,27 @@
 //! `apps/replicasets`, `apps/statefulsets`); a pod with none of them is not spread by
 //! default, as in Kubernetes.
 //!
-//! Cost per cycle: the PreFilter pass walks every node and each node's pods once per
-//! distinct selector; Filter and Score are O(constraints) per node (plus the node's own pods
-//! for a soft hostname constraint, as Kubernetes counts them).
+//! Cost: what the plugin reads from each node (the value of each topology key, the pods
+//! matching each selector, node affinity and taint verdicts) is kept across cycles in a
+//! node table (module `node_table`) and recomputed only for the nodes whose `NodeInfo`
+//! changed, so PreFilter is a
+//! pass over arrays (about 100 µs for 5,000 nodes and 10,000 pods once warm); Filter and
+//! Score are O(constraints) per node (a node-name lookup, then array reads). Default
+//! constraints read Services and controllers from an index rebuilt only when the lister's
+//! objects change.
+//!
+//! Departures from Kubernetes' code (not its documented behaviour): AddPod/RemovePod count
+//! a pod by the same rule as PreFilter (same namespace, not terminating, non-empty
+//! selector), where Kubernetes' updates skip those checks and can drift from its own
+//! counts; the global minimum is kept exact under updates (Kubernetes keeps two "critical
+//! paths", which can lag after several updates).
 
 pub mod args;
 mod constraints;
 mod counting;
 mod filtering;
 mod node_inclusion;
+mod node_table;
 mod scoring;
 #[cfg(test)]
 mod tests;
@@ -52,6 +64,7 @@ use constraints::{Action, Constraint};
 use filtering::FilterState;
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use node_inclusion::NodeInclusion;
+use node_table::NodeTable;
 use scoring::{ScoreState, SoftCounts};
 use serde_json::Value;
 use std::sync::Arc;
@@ -81,6 +94,10 @@ pub struct PodTopologySpread {
     default_constraints: Vec<TopologySpreadConstraint>,
     /// The defaults are the system ones: nodes missing a key are still scored.
     system_defaulted: bool,
+    /// Per-node facts kept across cycles.
+    table: NodeTable,
+    /// Services and controllers by namespace, for default constraints.
+    owners: constraints::Owners,
 }
 
 /// Builds the plugin from its `pluginConfig` args.
@@ -114,6 +131,8 @@ impl PodTopologySpread {
                 args.default_constraints
             },
             system_defaulted,
+            table: NodeTable::default(),
+            owners: constraints::Owners::default(),
         }
     }
 
@@ -137,7 +156,9 @@ impl PodTopologySpread {
         let mut soft =
             constraints::from_specs(&self.default_constraints, pod, Action::ScheduleAnyway)?;
         if !hard.is_empty() || !soft.is_empty() {
-            let selector = constraints::default_selector(pod, self.handle.lister.as_ref());
+            let selector = self
+                .owners
+                .default_selector(pod, self.handle.lister.as_ref());
             if selector.is_empty() {
                 hard.clear();
                 soft.clear();
@@ -152,6 +173,59 @@ impl PodTopologySpread {
             require_all_soft_keys: !self.system_defaulted,
         })
     }
+}
+
+/// Counts the matching pods of the pod's constraints per domain over `nodes` (the
+/// snapshot's), reading the node table: the hard side for Filter (`None` without hard
+/// constraints), the soft side for PreScore.
+fn count(
+    table: &NodeTable,
+    nodes: &[Arc<NodeInfo>],
+    pod: &PodInfo,
+    constraints: PodConstraints,
+) -> (Option<FilterState>, SoftCounts) {
+    let PodConstraints {
+        hard,
+        soft,
+        require_all_soft_keys,
+    } = constraints;
+    let inclusion = NodeInclusion::new(&pod.pod);
+    let groups = [
+        counting::Group {
+            constraints: &hard,
+            require_all_keys: true,
+            skip_hostname: false,
+        },
+        // Soft hostname constraints are counted per node at Score.
+        counting::Group {
+            constraints: &soft,
+            require_all_keys: require_all_soft_keys,
+            skip_hostname: true,
+        },
+    ];
+    let plan = counting::Plan::new(&groups, &pod.namespace, &inclusion);
+    let view = table.view(nodes, &plan.requests);
+    let mut domains = plan.count(&view, &groups);
+    let soft_columns = plan.columns_of(&view, 1);
+    let hard_columns = plan.columns_of(&view, 0);
+    drop(plan);
+    let soft_domains = domains.pop().unwrap_or_default();
+    let hard_domains = domains.pop().unwrap_or_default();
+    let filter = (!hard.is_empty()).then(|| FilterState {
+        constraints: hard.into(),
+        columns: hard_columns.into(),
+        names: view.names.clone(),
+        domains: hard_domains,
+        inclusion: Arc::new(inclusion),
+    });
+    let soft = SoftCounts {
+        constraints: soft,
+        require_all_keys: require_all_soft_keys,
+        domains: soft_domains,
+        columns: soft_columns,
+        names: view.names,
+    };
+    (filter, soft)
 }
 
 impl Plugin for PodTopologySpread {
@@ -187,11 +261,7 @@ impl PreFilterPlugin for PodTopologySpread {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        let PodConstraints {
-            hard,
-            soft,
-            require_all_soft_keys,
-        } = match self.constraints(pod) {
+        let constraints = match self.constraints(pod) {
             Ok(c) => c,
             Err(e) => {
                 return (
@@ -200,52 +270,19 @@ impl PreFilterPlugin for PodTopologySpread {
                 );
             }
         };
-        if hard.is_empty() && soft.is_empty() {
+        if constraints.hard.is_empty() && constraints.soft.is_empty() {
             state.write(COUNTS_KEY, Arc::new(SoftCounts::default()));
             return (None, Status::skip());
         }
-        let inclusion = Arc::new(NodeInclusion::new(&pod.pod));
-        // Soft hostname constraints are counted per node at Score: only the others here.
-        let soft_counted = soft.iter().any(|c| !c.is_hostname());
-        let mut groups = vec![counting::Group {
-            constraints: &hard,
-            require_all_keys: true,
-            skip_hostname: false,
-        }];
-        if soft_counted {
-            groups.push(counting::Group {
-                constraints: &soft,
-                require_all_keys: require_all_soft_keys,
-                skip_hostname: true,
-            });
+        let (filter, soft) = count(&self.table, &snapshot.nodes, pod, constraints);
+        state.write(COUNTS_KEY, Arc::new(soft));
+        match filter {
+            Some(filter) => {
+                state.write(FILTER_KEY, filter);
+                (None, Status::success())
+            }
+            None => (None, Status::skip()),
         }
-        let mut counted = counting::count(&snapshot.nodes, &pod.namespace, &inclusion, &groups);
-        let soft_domains = if soft_counted {
-            counted.pop().unwrap_or_default()
-        } else {
-            vec![counting::Domains::default(); soft.len()]
-        };
-        let hard_domains = counted.pop().unwrap_or_default();
-        state.write(
-            COUNTS_KEY,
-            Arc::new(SoftCounts {
-                constraints: soft,
-                require_all_keys: require_all_soft_keys,
-                domains: soft_domains,
-            }),
-        );
-        if hard.is_empty() {
-            return (None, Status::skip());
-        }
-        state.write(
-            FILTER_KEY,
-            FilterState {
-                constraints: hard.into(),
-                domains: hard_domains,
-                inclusion,
-            },
-        );
-        (None, Status::success())
     }
 
     fn extensions(&self) -> Option<&dyn PreFilterExtensions> {
@@ -313,13 +350,11 @@ impl PreScorePlugin for PodTopologySpread {
                         ));
                     }
                 };
-                Arc::new(scoring::counts_from(
-                    constraints.soft,
-                    constraints.require_all_soft_keys,
-                    nodes,
-                    &pod.namespace,
-                    &NodeInclusion::new(&pod.pod),
-                ))
+                let constraints = PodConstraints {
+                    hard: Vec::new(),
+                    ..constraints
+                };
+                Arc::new(count(&NodeTable::default(), nodes, pod, constraints).1)
             }
         };
         if counts.constraints.is_empty() {

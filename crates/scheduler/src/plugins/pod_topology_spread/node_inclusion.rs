@@ -12,7 +12,7 @@ use kyb_api::labels::{Operator, Requirement, Selector};
 use std::collections::BTreeSet;
 
 /// A `matchFields` requirement (`metadata.name` is the only field a node has).
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct FieldRequirement {
     key: String,
     value: String,
@@ -21,7 +21,7 @@ struct FieldRequirement {
 }
 
 /// One required node selector term.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Term {
     labels: Selector,
     fields: Vec<FieldRequirement>,
@@ -97,19 +97,18 @@ impl Term {
     }
 }
 
-/// The pod's node affinity, node selector and tolerations.
-#[derive(Debug, Default)]
-pub struct NodeInclusion {
+/// The pod's node selector and required node affinity.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeAffinity {
     node_selector: Vec<(String, String)>,
     /// `None`: no required node affinity.
     required_terms: Option<Vec<Term>>,
-    tolerations: Vec<Toleration>,
 }
 
-impl NodeInclusion {
-    pub fn new(pod: &Pod) -> NodeInclusion {
+impl NodeAffinity {
+    pub fn new(pod: &Pod) -> NodeAffinity {
         let Some(spec) = pod.spec.as_ref() else {
-            return NodeInclusion::default();
+            return NodeAffinity::default();
         };
         let required_terms = spec
             .affinity
@@ -126,7 +125,7 @@ impl NodeInclusion {
                     .filter_map(Term::compile)
                     .collect()
             });
-        NodeInclusion {
+        NodeAffinity {
             node_selector: spec
                 .node_selector
                 .iter()
@@ -134,17 +133,16 @@ impl NodeInclusion {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             required_terms,
-            tolerations: spec.tolerations.clone().unwrap_or_default(),
         }
     }
 
     /// Whether the pod restricts nodes by affinity or selector at all.
-    pub fn has_node_affinity(&self) -> bool {
+    pub fn is_set(&self) -> bool {
         !self.node_selector.is_empty() || self.required_terms.is_some()
     }
 
     /// Whether the node matches the pod's node selector and required node affinity.
-    pub fn matches_node_affinity(&self, node: &NodeInfo) -> bool {
+    pub fn matches(&self, node: &NodeInfo) -> bool {
         let labels = node.labels();
         let selector_ok = self.node_selector.iter().all(|(key, value)| {
             labels.and_then(|l| l.get(key)).map(String::as_str) == Some(value.as_str())
@@ -155,14 +153,34 @@ impl NodeInclusion {
                 .as_ref()
                 .is_none_or(|terms| terms.iter().any(|t| t.matches(node)))
     }
+}
 
-    /// Whether the pod tolerates every `NoSchedule` and `NoExecute` taint of the node.
-    pub fn tolerates_node_taints(&self, node: &NodeInfo) -> bool {
-        node.taints
-            .iter()
-            .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
-            .all(|taint| self.tolerations.iter().any(|t| tolerates(t, taint)))
+/// What the pod brings to decide whether a node counts.
+#[derive(Debug, Default)]
+pub struct NodeInclusion {
+    pub affinity: NodeAffinity,
+    pub tolerations: Vec<Toleration>,
+}
+
+impl NodeInclusion {
+    pub fn new(pod: &Pod) -> NodeInclusion {
+        NodeInclusion {
+            affinity: NodeAffinity::new(pod),
+            tolerations: pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.tolerations.clone())
+                .unwrap_or_default(),
+        }
     }
+}
+
+/// Whether `tolerations` tolerate every `NoSchedule` and `NoExecute` taint of the node.
+pub fn tolerates_taints(tolerations: &[Toleration], node: &NodeInfo) -> bool {
+    node.taints
+        .iter()
+        .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+        .all(|taint| tolerations.iter().any(|t| tolerates(t, taint)))
 }
 
 /// Whether a toleration tolerates a taint (an empty key with `Exists` tolerates every

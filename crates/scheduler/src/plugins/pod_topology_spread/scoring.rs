@@ -9,7 +9,8 @@
 //! the hard constraints), so PreScore only sizes the domains among the nodes that fit.
 
 use super::constraints::Constraint;
-use super::counting::{self, Domains, FastSet};
+use super::counting::{self, ConstraintColumns, Domains, FastMap, FastSet, NodeValue};
+use super::node_table::EMPTY_VALUE;
 use crate::framework::{MAX_NODE_SCORE, NodeInfo, NodeScore, PodInfo};
 use std::sync::Arc;
 
@@ -23,8 +24,28 @@ pub struct SoftCounts {
     /// Nodes without every key are not scored (constraints from the pod, or `List`
     /// defaults); with system defaults a node without a zone is still spread by hostname.
     pub require_all_keys: bool,
-    /// Per constraint (empty for hostname constraints, counted per node at Score).
+    /// Per constraint (empty for hostname constraints, counted per node).
     pub domains: Vec<Domains>,
+    /// Per constraint: the node table's columns it reads.
+    pub columns: Vec<ConstraintColumns>,
+    /// Node name → slot in the columns.
+    pub names: Arc<FastMap<String, u32>>,
+}
+
+impl SoftCounts {
+    /// The node's value of each constraint's key.
+    fn values<'s, 'n: 's>(
+        &'s self,
+        node: &'n NodeInfo,
+    ) -> impl Iterator<Item = NodeValue<'n>> + 's {
+        let slot = self.names.get(node.name.as_str()).map(|&s| s as usize);
+        self.constraints
+            .iter()
+            .zip(&self.columns)
+            .map(move |(c, columns)| {
+                counting::node_value(slot, node, &c.topology_key, &columns.key)
+            })
+    }
 }
 
 /// PreScore's state for Score.
@@ -39,32 +60,35 @@ impl ScoreState {
     /// Sizes each constraint's domains among the nodes being scored.
     pub fn new(counts: Arc<SoftCounts>, nodes: &[Arc<NodeInfo>]) -> ScoreState {
         let constraints = &counts.constraints;
-        let mut values: Vec<FastSet<&str>> = vec![FastSet::default(); constraints.len()];
+        let mut distinct: Vec<FastSet<NodeValue<'_>>> = vec![FastSet::default(); constraints.len()];
         let mut ignored = 0usize;
         for node in nodes {
-            if counts.require_all_keys && !counting::has_all_keys(node, constraints) {
+            if counts.require_all_keys && counts.values(node).any(|v| v == NodeValue::Missing) {
                 ignored += 1;
                 continue;
             }
-            let labels = node.labels();
-            for (constraint, values) in constraints.iter().zip(&mut values) {
+            for ((constraint, value), distinct) in constraints
+                .iter()
+                .zip(counts.values(node))
+                .zip(&mut distinct)
+            {
                 if !constraint.is_hostname() {
-                    values.insert(
-                        labels
-                            .and_then(|l| l.get(&constraint.topology_key))
-                            .map_or("", String::as_str),
-                    );
+                    // A node without the key is in the domain "".
+                    distinct.insert(match value {
+                        NodeValue::Missing => NodeValue::Id(EMPTY_VALUE),
+                        value => value,
+                    });
                 }
             }
         }
         let weights = constraints
             .iter()
-            .zip(&values)
-            .map(|(constraint, values)| {
+            .zip(&distinct)
+            .map(|(constraint, distinct)| {
                 let size = if constraint.is_hostname() {
                     nodes.len() - ignored
                 } else {
-                    values.len()
+                    distinct.len()
                 };
                 ((size + 2) as f64).ln()
             })
@@ -75,24 +99,29 @@ impl ScoreState {
     /// The raw score of a node (lower is better; [`IGNORED`] for nodes not scored).
     pub fn score(&self, pod: &PodInfo, node: &NodeInfo) -> i64 {
         let counts = &self.counts;
-        if counts.require_all_keys && !counting::has_all_keys(node, &counts.constraints) {
+        if counts.require_all_keys && counts.values(node).any(|v| v == NodeValue::Missing) {
             return IGNORED;
         }
-        let labels = node.labels();
+        let slot = counts.names.get(node.name.as_str()).map(|&s| s as usize);
         let mut score = 0.0;
-        for ((constraint, domains), weight) in counts
+        for ((((constraint, value), domains), columns), weight) in counts
             .constraints
             .iter()
+            .zip(counts.values(node))
             .zip(&counts.domains)
+            .zip(&counts.columns)
             .zip(self.weights.iter())
         {
-            let Some(value) = labels.and_then(|l| l.get(&constraint.topology_key)) else {
+            if value == NodeValue::Missing {
                 continue;
-            };
+            }
             let matching = if constraint.is_hostname() {
-                counting::matching_pods(node, &constraint.selector, &pod.namespace)
+                match slot.and_then(|s| columns.count.data.get(s)) {
+                    Some(&count) => i64::from(count),
+                    None => counting::matching_pods(node, &constraint.selector, &pod.namespace),
+                }
             } else {
-                domains.get(value).unwrap_or(0)
+                domains.count_of(value)
             };
             score += matching as f64 * weight + f64::from(constraint.max_skew - 1);
         }
@@ -116,30 +145,5 @@ pub fn normalize(scores: &mut [NodeScore]) {
         } else {
             MAX_NODE_SCORE * (max + min - score.score) / max
         };
-    }
-}
-
-/// The soft counts from the nodes scored only (when PreFilter did not run).
-pub fn counts_from(
-    constraints: Vec<Constraint>,
-    require_all_keys: bool,
-    nodes: &[Arc<NodeInfo>],
-    namespace: &str,
-    inclusion: &super::node_inclusion::NodeInclusion,
-) -> SoftCounts {
-    let mut domains = counting::count(
-        nodes,
-        namespace,
-        inclusion,
-        &[counting::Group {
-            constraints: &constraints,
-            require_all_keys,
-            skip_hostname: true,
-        }],
-    );
-    SoftCounts {
-        domains: domains.pop().unwrap_or_default(),
-        constraints,
-        require_all_keys,
     }
 }

@@ -759,7 +759,7 @@ fn pre_score_without_pre_filter_counts_the_nodes_scored() {
 
 /// A lister with a ReplicaSet `web` (selector `app: web`) and a Service `front`
 /// (selector `tier: front`) in `default`.
-fn owners() -> FixedLister {
+fn owners_lister() -> FixedLister {
     let mut objects = HashMap::new();
     objects.insert(
         ("apps".to_string(), "replicasets".to_string()),
@@ -803,8 +803,8 @@ fn web(name: &str) -> Arc<PodInfo> {
 
 #[test]
 fn default_selector_comes_from_services_and_the_controller() {
-    let lister = owners();
-    let selector = constraints::default_selector(&web("w"), &lister);
+    let lister = owners_lister();
+    let selector = constraints::Owners::default().default_selector(&web("w"), &lister);
     let text: Vec<String> = selector
         .requirements
         .iter()
@@ -812,7 +812,11 @@ fn default_selector_comes_from_services_and_the_controller() {
         .collect();
     assert_eq!(text, vec!["tier={\"front\"}", "app={\"web\"}"]);
     // Without owners or services, nothing.
-    assert!(constraints::default_selector(&foo("x"), &lister).is_empty());
+    assert!(
+        constraints::Owners::default()
+            .default_selector(&foo("x"), &lister)
+            .is_empty()
+    );
     // A ReplicationController's selector merges like a Service's.
     let mut objects = HashMap::new();
     objects.insert(
@@ -831,7 +835,7 @@ fn default_selector_comes_from_services_and_the_controller() {
         "ownerReferences": [{"apiVersion": "v1", "kind": "ReplicationController", "name": "rc",
                              "uid": "u", "controller": true}]}}),
     );
-    let selector = constraints::default_selector(&pod, &lister);
+    let selector = constraints::Owners::default().default_selector(&pod, &lister);
     assert_eq!(selector.requirements.len(), 1);
     assert_eq!(selector.requirements[0].key, "app");
 }
@@ -848,7 +852,7 @@ fn system_defaults_score_by_hostname_and_zone_even_without_a_zone() {
         node("n3", Some("z2"), &[]),
         node("n4", None, &[]),
     ];
-    let plugin = plugin_with(Value::Null, owners());
+    let plugin = plugin_with(Value::Null, owners_lister());
     let pod = web("incoming");
     assert_eq!(
         scores(&plugin, &pod, &nodes, &nodes).unwrap(),
@@ -865,7 +869,7 @@ fn list_defaults_apply_to_pods_without_constraints() {
     let args = json!({"defaultingType": "List", "defaultConstraints": [
         {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule"},
         {"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "ScheduleAnyway"}]});
-    let plugin = plugin_with(args.clone(), owners());
+    let plugin = plugin_with(args.clone(), owners_lister());
     let nodes = vec![
         node("n1", Some("z1"), &[web("w1")]),
         node("n2", Some("z2"), &[]),
@@ -892,7 +896,7 @@ fn list_defaults_apply_to_pods_without_constraints() {
     let own = incoming(vec![constraint(5, ZONE, "DoNotSchedule")], Value::Null);
     assert_eq!(feasible(&plugin, &own, &nodes[..2]), names(&["n1", "n2"]));
     // An empty List turns default spreading off.
-    let off = plugin_with(json!({"defaultingType": "List"}), owners());
+    let off = plugin_with(json!({"defaultingType": "List"}), owners_lister());
     let mut state = CycleState::new();
     let (_, status) = off.pre_filter(&mut state, &web("incoming"), &Snapshot::new(nodes.clone()));
     assert!(status.is_skip());
@@ -967,14 +971,14 @@ fn registered_by_name() {
 
 #[test]
 fn node_affinity_terms_match_as_kubernetes_matches_them() {
-    use node_inclusion::NodeInclusion;
+    use node_inclusion::NodeAffinity;
     let n = node_with(
         json!({"metadata": {"name": "n1", "labels": {"cpu": "8", "disk": "ssd"}}}),
         &[],
     );
     let matches = |affinity: Value| {
         let p = pod("p", json!({}), affinity);
-        NodeInclusion::new(&p.pod).matches_node_affinity(&n)
+        NodeAffinity::new(&p.pod).matches(&n)
     };
     let terms = |terms: Value| {
         json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
@@ -1007,4 +1011,404 @@ fn node_affinity_terms_match_as_kubernetes_matches_them() {
     assert!(matches(terms(
         json!([{"matchExpressions": [{"key": "gpu", "operator": "DoesNotExist"}]}])
     )));
+}
+
+#[test]
+fn counts_follow_the_nodes_that_change_between_cycles() {
+    // One plugin across cycles: its node table must notice every change.
+    let plugin = plugin();
+    let pod = incoming(vec![constraint(1, ZONE, "DoNotSchedule")], Value::Null);
+    let a = node("a", Some("zoneA"), &[foo("a1")]);
+    let b = node("b", Some("zoneB"), &[]);
+    assert_eq!(
+        feasible(&plugin, &pod, &[a.clone(), b.clone()]),
+        names(&["b"])
+    );
+    // b gets two pods (a new node info): zoneB 2, zoneA 1.
+    let b = node("b", Some("zoneB"), &[foo("b1"), foo("b2")]);
+    assert_eq!(
+        feasible(&plugin, &pod, &[a.clone(), b.clone()]),
+        names(&["a"])
+    );
+    // a moves to zoneB: one domain with 3 pods.
+    let a = node("a", Some("zoneB"), &[foo("a1")]);
+    assert_eq!(
+        feasible(&plugin, &pod, &[a.clone(), b.clone()]),
+        names(&["a", "b"])
+    );
+    // A new node first (every position shifts): zoneC with 0 is the minimum.
+    let c = node("c", Some("zoneC"), &[]);
+    assert_eq!(
+        feasible(&plugin, &pod, &[c.clone(), a.clone(), b.clone()]),
+        names(&["c"])
+    );
+    // It goes away again.
+    assert_eq!(
+        feasible(&plugin, &pod, &[a.clone(), b.clone()]),
+        names(&["a", "b"])
+    );
+    // The same nodes, unchanged: the same answer.
+    assert_eq!(feasible(&plugin, &pod, &[a, b]), names(&["a", "b"]));
+}
+
+#[test]
+fn one_table_serves_many_selectors_and_policies() {
+    // More distinct selectors than the table keeps columns for: each answer must be what
+    // a fresh plugin gives.
+    let shared = plugin();
+    let nodes: Vec<_> = (0..6)
+        .map(|n| {
+            let pods: Vec<_> = (0..n)
+                .map(|i| {
+                    pod(
+                        &format!("p{n}-{i}"),
+                        json!({"app": format!("a{}", i % 4)}),
+                        Value::Null,
+                    )
+                })
+                .collect();
+            node(&format!("n{n}"), Some(&format!("z{}", n % 3)), &pods)
+        })
+        .collect();
+    for round in 0..3 {
+        for app in 0..40 {
+            let mut c = json!({"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                               "labelSelector": {"matchLabels": {"app": format!("a{}", app % 37)}}});
+            if app % 3 == 0 {
+                c["nodeTaintsPolicy"] = "Honor".into();
+            }
+            let mut spec = json!({"topologySpreadConstraints": [c]});
+            if app % 2 == 0 {
+                spec["nodeSelector"] = json!({HOST: format!("n{}", app % 6)});
+            }
+            let p = pod("incoming", json!({"app": format!("a{}", app % 37)}), spec);
+            assert_eq!(
+                filter(&shared, &p, &nodes).1,
+                filter(&plugin(), &p, &nodes).1,
+                "round {round}, app {app}"
+            );
+        }
+    }
+}
+
+#[test]
+fn filter_reads_the_labels_of_nodes_outside_the_snapshot() {
+    let nodes = vec![
+        node("node1", Some("zoneA"), &[foo("p1")]),
+        node("node2", Some("zoneB"), &[]),
+    ];
+    let plugin = plugin();
+    let pod = incoming(vec![constraint(1, ZONE, "DoNotSchedule")], Value::Null);
+    let mut state = CycleState::new();
+    assert!(
+        plugin
+            .pre_filter(&mut state, &pod, &Snapshot::new(nodes))
+            .1
+            .is_success()
+    );
+    // A known zone (1 + 1 − 0 > 1), an unknown one (0 + 1 − 0), no zone.
+    let code = |n: &NodeInfo| plugin.filter(&state, &pod, n).code();
+    assert_eq!(code(&node("x", Some("zoneA"), &[])), Code::Unschedulable);
+    assert_eq!(code(&node("y", Some("zoneQ"), &[])), Code::Success);
+    assert_eq!(
+        code(&node("z", None, &[])),
+        Code::UnschedulableAndUnresolvable
+    );
+}
+
+#[test]
+fn the_owner_index_follows_the_lister() {
+    let owners = constraints::Owners::default();
+    let pod = web("w");
+    assert_eq!(
+        owners
+            .default_selector(&pod, &owners_lister())
+            .requirements
+            .len(),
+        2
+    );
+    // The Service is gone and the ReplicaSet selects by another label.
+    let mut objects = HashMap::new();
+    objects.insert(
+        ("apps".to_string(), "replicasets".to_string()),
+        vec![Arc::new(
+            json!({"metadata": {"name": "web", "namespace": "default"},
+                             "spec": {"selector": {"matchExpressions": [
+                                 {"key": "tier", "operator": "Exists"}]}}}),
+        )],
+    );
+    let lister = FixedLister {
+        objects,
+        ..FixedLister::default()
+    };
+    let selector = owners.default_selector(&pod, &lister);
+    assert_eq!(selector.requirements.len(), 1);
+    assert_eq!(selector.requirements[0].key, "tier");
+    // A StatefulSet owner.
+    let mut objects = HashMap::new();
+    objects.insert(
+        ("apps".to_string(), "statefulsets".to_string()),
+        vec![Arc::new(
+            json!({"metadata": {"name": "db", "namespace": "default"},
+                             "spec": {"selector": {"matchLabels": {"app": "db"}}}}),
+        )],
+    );
+    let lister = FixedLister {
+        objects,
+        ..FixedLister::default()
+    };
+    let db = testing::pod(json!({"metadata": {"name": "db-0", "labels": {"app": "db"},
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db",
+                             "uid": "u", "controller": true}]}}));
+    assert_eq!(
+        owners.default_selector(&db, &lister).requirements[0].key,
+        "app"
+    );
+    // An owner that is not the controller, or of another API version, does not count.
+    let not_controller = testing::pod(json!({"metadata": {"name": "x", "labels": {"app": "db"},
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "db", "uid": "u"}]}}));
+    assert!(owners.default_selector(&not_controller, &lister).is_empty());
+    let old_version = testing::pod(json!({"metadata": {"name": "y", "labels": {"app": "db"},
+        "ownerReferences": [{"apiVersion": "apps/v1beta2", "kind": "StatefulSet", "name": "db",
+                             "uid": "u", "controller": true}]}}));
+    assert!(owners.default_selector(&old_version, &lister).is_empty());
+}
+
+/// A binder that binds nothing (a profile needs one).
+struct NoBinder;
+
+impl Plugin for NoBinder {
+    fn name(&self) -> &'static str {
+        "NoBinder"
+    }
+
+    fn as_bind(&self) -> Option<&dyn crate::framework::BindPlugin> {
+        Some(self)
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::framework::BindPlugin for NoBinder {
+    async fn bind(&self, _: &CycleState, _: &PodInfo, _: &str) -> Status {
+        Status::skip()
+    }
+}
+
+#[test]
+fn through_the_framework_runner() {
+    use crate::config::{PluginRef, PluginSet, ProfileConfig};
+    let mut registry = crate::plugins::registry();
+    registry
+        .register("NoBinder", |_, _| Ok(Arc::new(NoBinder) as Arc<dyn Plugin>))
+        .unwrap();
+    let mut profile = ProfileConfig::default_named("spread");
+    profile.multi_point = PluginSet {
+        enabled: vec![
+            PluginRef {
+                name: NAME.to_string(),
+                weight: 2,
+            },
+            PluginRef {
+                name: "NoBinder".to_string(),
+                weight: 0,
+            },
+        ],
+        disabled: Vec::new(),
+    };
+    let framework =
+        crate::framework::Framework::new(&profile, &registry, testing::handle()).unwrap();
+    let nodes = documented_cluster();
+    let snapshot = Snapshot::new(nodes.clone());
+
+    // A pod without constraints (nor owners): Filter and Score are skipped.
+    let plain = foo("plain");
+    let mut state = CycleState::new();
+    assert!(
+        framework
+            .run_pre_filter(&mut state, &plain, &snapshot)
+            .1
+            .is_success()
+    );
+    assert!(state.skip_filter.contains(NAME));
+    assert!(framework.run_filter(&state, &plain, &nodes[0]).is_success());
+    assert!(
+        framework
+            .run_pre_score(&mut state, &plain, &nodes)
+            .is_success()
+    );
+    assert!(state.skip_score.contains(NAME));
+    assert_eq!(
+        framework.run_score(&state, &plain, &nodes).unwrap(),
+        vec![0, 0, 0, 0]
+    );
+
+    // Hard and soft constraints.
+    let pod = incoming(
+        vec![
+            constraint(1, ZONE, "DoNotSchedule"),
+            constraint(1, HOST, "ScheduleAnyway"),
+        ],
+        Value::Null,
+    );
+    let mut state = CycleState::new();
+    assert!(
+        framework
+            .run_pre_filter(&mut state, &pod, &snapshot)
+            .1
+            .is_success()
+    );
+    let status = framework.run_filter(&state, &pod, &nodes[0]);
+    assert_eq!(status.code(), Code::Unschedulable);
+    assert_eq!(status.plugin(), Some(NAME));
+    assert_eq!(
+        status.message(),
+        "node(s) didn't match pod topology spread constraints"
+    );
+    let feasible = vec![nodes[2].clone(), nodes[3].clone()];
+    assert!(
+        framework
+            .run_pre_score(&mut state, &pod, &feasible)
+            .is_success()
+    );
+    // node3 has one pod, node4 none (weight ln 4): raw 1 and 0 → 0 and 100, weighted × 2.
+    assert_eq!(
+        framework.run_score(&state, &pod, &feasible).unwrap(),
+        vec![0, 200]
+    );
+
+    // A what-if removing node1's pod: zoneA drops to 1, node1 fits.
+    let mut what_if = state.clone();
+    let victim = nodes[0].pods[0].clone();
+    assert!(
+        framework
+            .run_remove_pod(&mut what_if, &pod, &victim, &nodes[0])
+            .is_success()
+    );
+    assert!(framework.run_filter(&what_if, &pod, &nodes[0]).is_success());
+    assert!(!framework.run_filter(&state, &pod, &nodes[0]).is_success());
+}
+
+/// 5,000 nodes (3 zones, 16 labels each) and 10,000 pods in 50 namespaces; prints the time
+/// of each point per cycle. `cargo test --release -p kyb-scheduler -- --ignored
+/// --nocapture spread_cost`.
+#[test]
+#[ignore]
+fn spread_cost_on_a_large_cluster() {
+    use std::time::Instant;
+    let pods: Vec<Arc<PodInfo>> = (0..10_000)
+        .map(|i| {
+            testing::pod(json!({"metadata": {
+                "name": format!("p{i}"), "namespace": format!("ns-{}", i % 50),
+                "labels": {"app": format!("app-{}", i % 500), "pod-template-hash": "abc",
+                           "tier": "backend", "version": "v1"},
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "name": format!("app-{}", i % 500), "uid": "u", "controller": true}]},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}))
+        })
+        .collect();
+    let nodes: Vec<Arc<NodeInfo>> = (0..5_000)
+        .map(|n| {
+            let mut labels = serde_json::Map::new();
+            labels.insert(HOST.into(), format!("node-{n}").into());
+            labels.insert(ZONE.into(), format!("zone-{}", n % 3).into());
+            labels.insert("topology.kubernetes.io/region".into(), "region-1".into());
+            labels.insert("kubernetes.io/os".into(), "linux".into());
+            labels.insert("kubernetes.io/arch".into(), "amd64".into());
+            labels.insert("node.kubernetes.io/instance-type".into(), "m5.large".into());
+            for k in 0..10 {
+                labels.insert(format!("example.com/label-{k}"), "x".into());
+            }
+            let on_node: Vec<_> = pods.iter().skip(n).step_by(5_000).cloned().collect();
+            node_with(
+                json!({"metadata": {"name": format!("node-{n}"), "labels": labels}}),
+                &on_node,
+            )
+        })
+        .collect();
+    let snapshot = Snapshot::new(nodes.clone());
+    let mut objects = HashMap::new();
+    objects.insert(
+        ("apps".to_string(), "replicasets".to_string()),
+        (0..500)
+            .map(|i| Arc::new(json!({"metadata": {"name": format!("app-{i}"), "namespace": format!("ns-{}", i % 50)},
+                "spec": {"selector": {"matchLabels": {"app": format!("app-{i}")}}}})))
+            .collect(),
+    );
+    objects.insert(
+        (String::new(), "services".to_string()),
+        (0..500)
+            .map(|i| Arc::new(json!({"metadata": {"name": format!("svc-{i}"), "namespace": format!("ns-{}", i % 50)},
+                "spec": {"selector": {"app": format!("app-{i}")}}})))
+            .collect(),
+    );
+    let plugin = plugin_with(
+        Value::Null,
+        FixedLister {
+            objects,
+            ..FixedLister::default()
+        },
+    );
+    let selector = json!({"matchLabels": {"app": "app-7"}});
+    let own = testing::pod(json!({"metadata": {"name": "in", "namespace": "ns-7",
+        "labels": {"app": "app-7", "pod-template-hash": "abc"}},
+        "spec": {"containers": [], "topologySpreadConstraints": [
+            {"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule", "labelSelector": selector},
+            {"maxSkew": 1, "topologyKey": HOST, "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": selector,
+             "matchLabelKeys": ["pod-template-hash"]}]}}));
+    let defaulted = pods[7].clone();
+    for (what, pod) in [("own constraints", own), ("system defaults", defaulted)] {
+        let cold = Instant::now();
+        let mut state = CycleState::new();
+        plugin.pre_filter(&mut state, &pod, &snapshot);
+        let cold = cold.elapsed();
+        let rounds = 200u32;
+        let mut nodes = nodes.clone();
+        let (mut pre_filter, mut filter, mut pre_score, mut score) = <(
+            std::time::Duration,
+            std::time::Duration,
+            std::time::Duration,
+            std::time::Duration,
+        )>::default();
+        for round in 0..rounds {
+            // The pod bound in the previous cycle changed one node.
+            let changed = (round as usize * 37) % nodes.len();
+            let mut info = (*nodes[changed]).clone();
+            info.add_pod(pods[round as usize].clone());
+            nodes[changed] = Arc::new(info);
+            let snapshot = Snapshot::new(nodes.clone());
+            let mut state = CycleState::new();
+            let t = Instant::now();
+            let (_, status) = plugin.pre_filter(&mut state, &pod, &snapshot);
+            pre_filter += t.elapsed();
+            let t = Instant::now();
+            if status.is_success() {
+                for n in &nodes {
+                    std::hint::black_box(plugin.filter(&state, &pod, n));
+                }
+            }
+            filter += t.elapsed();
+            let scored = &nodes[..250];
+            let t = Instant::now();
+            assert!(plugin.pre_score(&mut state, &pod, scored).is_success());
+            pre_score += t.elapsed();
+            let t = Instant::now();
+            let mut list: Vec<NodeScore> = scored
+                .iter()
+                .map(|n| NodeScore {
+                    name: n.name.clone(),
+                    score: plugin.score(&state, &pod, n).0,
+                })
+                .collect();
+            plugin.normalize(&state, &pod, &mut list);
+            score += t.elapsed();
+        }
+        println!(
+            "{what} ({} cores): first PreFilter {cold:?}; then per cycle PreFilter {:?}, Filter (5000 nodes) {:?}, PreScore (250 nodes) {:?}, Score (250 nodes) {:?}",
+            std::thread::available_parallelism().map_or(1, |n| n.get()),
+            pre_filter / rounds,
+            filter / rounds,
+            pre_score / rounds,
+            score / rounds
+        );
+    }
 }
