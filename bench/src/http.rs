@@ -11,12 +11,19 @@ use tokio::net::TcpStream;
 
 pub type Sender = http1::SendRequest<Full<Bytes>>;
 
+/// A client TLS configuration, replaced when a benchmark starts a fresh server (new CA).
+pub type TlsSlot = std::sync::RwLock<Option<std::sync::Arc<tokio_rustls::rustls::ClientConfig>>>;
+
 /// The admin's TLS client configuration, read from the server's data dir once it is up.
-pub static TLS: std::sync::OnceLock<std::sync::Arc<tokio_rustls::rustls::ClientConfig>> =
-    std::sync::OnceLock::new();
+pub static TLS: TlsSlot = std::sync::RwLock::new(None);
 /// The same CA, no client certificate: for requests with a bearer token.
-pub static TOKEN_TLS: std::sync::OnceLock<std::sync::Arc<tokio_rustls::rustls::ClientConfig>> =
-    std::sync::OnceLock::new();
+pub static TOKEN_TLS: TlsSlot = std::sync::RwLock::new(None);
+
+fn set(slot: &TlsSlot, config: std::sync::Arc<tokio_rustls::rustls::ClientConfig>) {
+    if let Ok(mut slot) = slot.write() {
+        *slot = Some(config);
+    }
+}
 
 pub fn admin_tls(data_dir: &std::path::Path) -> anyhow::Result<()> {
     let pki = data_dir.join("pki");
@@ -26,8 +33,11 @@ pub fn admin_tls(data_dir: &std::path::Path) -> anyhow::Result<()> {
         key_pem: read("admin.key")?,
     };
     let config = kyb_pki::tls::client_config(&read("ca.crt")?, Some(&admin))?;
-    let _ = TLS.set(config);
-    let _ = TOKEN_TLS.set(kyb_pki::tls::client_config(&read("ca.crt")?, None)?);
+    set(&TLS, config);
+    set(
+        &TOKEN_TLS,
+        kyb_pki::tls::client_config(&read("ca.crt")?, None)?,
+    );
     Ok(())
 }
 
@@ -35,16 +45,14 @@ pub async fn connect(port: u16) -> anyhow::Result<Sender> {
     connect_with(port, &TLS).await
 }
 
-pub async fn connect_with(
-    port: u16,
-    tls: &std::sync::OnceLock<std::sync::Arc<tokio_rustls::rustls::ClientConfig>>,
-) -> anyhow::Result<Sender> {
+pub async fn connect_with(port: u16, tls: &TlsSlot) -> anyhow::Result<Sender> {
     let stream = TcpStream::connect(("127.0.0.1", port)).await?;
     stream.set_nodelay(true)?;
     let config = tls
-        .get()
-        .ok_or_else(|| anyhow::anyhow!("TLS is not configured"))?
-        .clone();
+        .read()
+        .ok()
+        .and_then(|c| c.clone())
+        .ok_or_else(|| anyhow::anyhow!("TLS is not configured"))?;
     let name = tokio_rustls::rustls::pki_types::ServerName::try_from("127.0.0.1")?;
     let stream = tokio_rustls::TlsConnector::from(config)
         .connect(name, stream)

@@ -2,7 +2,7 @@
 //! count and the command line, as markdown ready for BENCHMARKS.md.
 //!
 //! Usage: `kyb-bench storage [--quick] [--embedded-only]`, `kyb-bench apiserver [--quick]`,
-//! `kyb-bench scheduler [--quick]`
+//! `kyb-bench scheduler [--quick] [--workload a|b|c]…`
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -22,9 +22,16 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("storage") => storage::run(quick, args.iter().any(|a| a == "--embedded-only")),
         Some("apiserver") => apiserver::run(quick),
-        Some("scheduler") => scheduler::run(quick),
+        Some("scheduler") => {
+            let chosen: Vec<&str> = args
+                .windows(2)
+                .filter(|w| w[0] == "--workload")
+                .map(|w| w[1].as_str())
+                .collect();
+            scheduler::run(quick, &chosen)
+        }
         _ => anyhow::bail!(
-            "usage: kyb-bench storage|apiserver|scheduler [--quick] [--embedded-only]"
+            "usage: kyb-bench storage|apiserver|scheduler [--quick] [--embedded-only] [--workload a|b|c]"
         ),
     }
 }

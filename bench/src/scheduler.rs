@@ -202,6 +202,7 @@ async fn measure(
         bodies,
     )
     .await?;
+    let created = begin.elapsed();
     let deadline = Instant::now() + timeout;
     loop {
         let done = bound.lock().map(|b| b.len()).unwrap_or(0);
@@ -221,6 +222,12 @@ async fn measure(
         .iter()
         .filter_map(|(pod, at)| bound.get(pod).map(|b| b.saturating_duration_since(*at)))
         .collect();
+    eprintln!(
+        "{name}: {count} pods created in {:.2} s ({:.0}/s), all bound after {:.2} s",
+        created.as_secs_f64(),
+        count as f64 / created.as_secs_f64(),
+        last.duration_since(begin).as_secs_f64()
+    );
     Ok(Figures {
         name: name.to_string(),
         pods: count,
@@ -325,7 +332,9 @@ fn workload(
     figures
 }
 
-pub fn run(quick: bool) -> anyhow::Result<()> {
+/// Runs the workloads named in `chosen` (`a`, `b`, `c`; all when empty).
+pub fn run(quick: bool, chosen: &[&str]) -> anyhow::Result<()> {
+    let wanted = |w: &str| chosen.is_empty() || chosen.contains(&w);
     let scale = if quick { 10 } else { 1 };
     let nodes = 5000 / scale;
     let mut all = Vec::new();
@@ -333,7 +342,8 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
 
     // (a) Plain pods; the scheduler's memory per node.
     let plain = 10_000 / scale;
-    all.extend(workload(nodes, async |port, pid| {
+    if wanted("a") {
+        all.extend(workload(nodes, async |port, pid| {
         let before = rss_mib(pid);
         // A probe on the last node tells the scheduler has seen every node.
         let probe = plain_pod(
@@ -352,10 +362,12 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         let figures = measure(port, "plain pods", pods, Duration::from_secs(600)).await?;
         Ok(vec![figures])
     })?);
+    }
 
     // (b) Required anti-affinity per host, then topology spread over zones.
     let anti = (5000 / scale).min(nodes);
-    all.extend(workload(nodes, async |port, _| {
+    if wanted("b") {
+        all.extend(workload(nodes, async |port, _| {
         let pods = (0..anti)
             .map(|i| {
                 plain_pod(
@@ -384,11 +396,13 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         let spread = measure(port, "pods with topology spread", pods, Duration::from_secs(900)).await?;
         Ok(vec![anti, spread])
     })?);
+    }
 
     // (c) Preemption on 1,000 nodes: fill every node with a low-priority pod taking most of
     // it, then high-priority pods that only fit by evicting one each.
     let preempt_nodes = 1000 / scale;
-    all.extend(workload(preempt_nodes, async |port, _| {
+    if wanted("c") {
+        all.extend(workload(preempt_nodes, async |port, _| {
         let mut admin = connect(port).await?;
         for (name, value) in [("low", 10), ("high", 1000)] {
             let body = format!(
@@ -412,6 +426,7 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
         cleaner.abort();
         Ok(vec![figures?])
     })?);
+    }
 
     println!();
     println!("| workload | pods | pods/s | latency p50 | latency p99 |");

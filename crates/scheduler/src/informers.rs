@@ -2,7 +2,7 @@
 //! resuming and relisting by itself), feeding the cache (nodes, bound pods), the queue
 //! (unscheduled pods of this scheduler's profiles, and the cluster events that wake
 //! unschedulable pods) and the lister plugins read (namespaces, PodDisruptionBudgets,
-//! PodGroups, ElasticQuotas, all pods).
+//! PodGroups, ElasticQuotas, Services and pod controllers, all pods).
 
 use crate::cache::Cache;
 use crate::framework::{ClusterEvent, Lister, PodInfo};
@@ -56,6 +56,17 @@ impl Lister for Informers {
 
 /// The resources watched as JSON, with the event their changes are to the queue.
 const JSON_RESOURCES: &[(&str, &str, &str, &str, Option<ClusterEvent>)] = &[
+    // What selects pods: PodTopologySpread's default constraints spread a pod's siblings.
+    ("", "v1", "Service", "services", None),
+    (
+        "",
+        "v1",
+        "ReplicationController",
+        "replicationcontrollers",
+        None,
+    ),
+    ("apps", "v1", "ReplicaSet", "replicasets", None),
+    ("apps", "v1", "StatefulSet", "statefulsets", None),
     (
         "scheduling.x-k8s.io",
         "v1alpha1",
