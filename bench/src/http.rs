@@ -116,6 +116,27 @@ pub fn rss_mib(pid: u32) -> f64 {
         .map_or(0.0, |kb| kb / 1024.0)
 }
 
+/// CPU time (user + system) a process has used so far, in milliseconds (`/proc/<pid>/stat`,
+/// at the usual 100 clock ticks per second); `None` reads this process.
+pub fn cpu_ms(pid: Option<u32>) -> f64 {
+    let path = match pid {
+        Some(pid) => format!("/proc/{pid}/stat"),
+        None => "/proc/self/stat".to_string(),
+    };
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
+    // The fields after the command name (which may hold spaces) in parentheses.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) * 10.0
+}
+
 pub fn kyb_binary() -> PathBuf {
     std::env::var_os("KYB_BIN")
         .map(PathBuf::from)

@@ -7,7 +7,7 @@
 //! and pods spread over zones (topology spread, DoNotSchedule); (c) preemption: nodes full
 //! of low-priority pods, then high-priority pods that must evict them.
 
-use crate::http::{Sender, admin_tls, connect, kyb_binary, request, rss_mib};
+use crate::http::{Sender, admin_tls, connect, cpu_ms, kyb_binary, request, rss_mib};
 use crate::stats::{Latencies, ms};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -19,6 +19,19 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const CLIENTS: usize = 16;
+
+/// The API server's and the scheduler's pids in the running workload, for CPU figures.
+static PIDS: Mutex<(u32, u32)> = Mutex::new((0, 0));
+
+/// CPU milliseconds used so far by the API server, the scheduler and this benchmark.
+fn cpu_now() -> [f64; 3] {
+    let (apiserver, scheduler) = PIDS.lock().map(|p| *p).unwrap_or((0, 0));
+    [
+        cpu_ms(Some(apiserver)),
+        cpu_ms(Some(scheduler)),
+        cpu_ms(None),
+    ]
+}
 const NAMESPACE: &str = "bench";
 
 /// One workload's figures.
@@ -195,6 +208,7 @@ async fn measure(
     tokio::time::sleep(Duration::from_millis(200)).await;
     let count = pods.len();
     let bodies = pods.into_iter().map(|(n, v)| (n, v.to_string())).collect();
+    let cpu_before = cpu_now();
     let begin = Instant::now();
     let sent = create_all(
         port,
@@ -215,7 +229,15 @@ async fn measure(
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let cpu_after = cpu_now();
     watcher.abort();
+    let per_pod = |i: usize| (cpu_after[i] - cpu_before[i]) / count.max(1) as f64;
+    eprintln!(
+        "{name}: CPU per pod: API server {:.2} ms, scheduler {:.2} ms, benchmark client {:.2} ms",
+        per_pod(0),
+        per_pod(1),
+        per_pod(2)
+    );
     let bound = std::mem::take(&mut *bound.lock().map_err(|_| anyhow::anyhow!("poisoned"))?);
     let last = bound.values().max().copied().unwrap_or(begin);
     let latencies = sent
@@ -320,6 +342,9 @@ fn workload(
         .enable_all()
         .build()?;
     let scheduler_pid = scheduler.id();
+    if let Ok(mut pids) = PIDS.lock() {
+        *pids = (apiserver.id(), scheduler_pid);
+    }
     let figures = runtime.block_on(async {
         setup_namespace(port).await?;
         create_nodes(port, nodes, "node").await?;
