@@ -16,11 +16,18 @@ use serde_json::json;
 /// The component name on events and conditions.
 pub const COMPONENT: &str = "default-scheduler";
 
+/// The most requests the scheduler has in flight at once. Bindings run concurrently, off
+/// the scheduling loop; without a bound a burst of decisions opens a connection (and a TLS
+/// handshake) per binding and runs into the API server's in-flight limit (429). Sized for
+/// a local API server: enough to keep it busy, few enough to reuse connections.
+pub const MAX_REQUESTS_IN_FLIGHT: usize = 32;
+
 /// An [`ApiClient`] over a kube-rs client.
 pub struct KubeClient {
     client: kube::Client,
     /// The scheduler's identity on its events (the instance).
     instance: String,
+    in_flight: tokio::sync::Semaphore,
 }
 
 impl KubeClient {
@@ -28,7 +35,13 @@ impl KubeClient {
         KubeClient {
             client,
             instance: instance.to_string(),
+            in_flight: tokio::sync::Semaphore::new(MAX_REQUESTS_IN_FLIGHT),
         }
+    }
+
+    /// Waits for a turn to send (held for the request's duration).
+    async fn turn(&self) -> Result<tokio::sync::SemaphorePermit<'_>, String> {
+        self.in_flight.acquire().await.map_err(|e| e.to_string())
     }
 
     fn pods(&self, pod: &PodInfo) -> Api<Pod> {
@@ -51,6 +64,7 @@ impl ApiClient for KubeClient {
             "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         });
+        let _turn = self.turn().await?;
         self.pods(pod)
             .create_subresource::<_, serde_json::Value>(
                 "binding",
@@ -72,6 +86,7 @@ impl ApiClient for KubeClient {
             "lastTransitionTime": now(),
         });
         let patch = json!({"status": {"conditions": [condition]}});
+        let _turn = self.turn().await?;
         match self
             .pods(pod)
             .patch_status(
@@ -106,6 +121,7 @@ impl ApiClient for KubeClient {
             node.into()
         };
         let patch = json!({"status": {"nominatedNodeName": value}});
+        let _turn = self.turn().await?;
         self.pods(pod)
             .patch_status(&pod.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
@@ -125,6 +141,7 @@ impl ApiClient for KubeClient {
             "message": message, "lastProbeTime": null, "lastTransitionTime": now,
         });
         let patch = json!({"status": {"conditions": [condition]}});
+        let _turn = self.turn().await?;
         let patched = self
             .pods(pod)
             .patch_status(

@@ -7,6 +7,7 @@
 use crate::cache::Cache;
 use crate::framework::{ClusterEvent, Lister, PodInfo};
 use crate::queue::SchedulingQueue;
+use crate::slim::Slim;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -113,13 +114,13 @@ pub fn start(
     let (pods_synced, pods_rx) = watch::channel(false);
     let (nodes_synced, nodes_rx) = watch::channel(false);
     tokio::spawn(watch_nodes(
-        Api::all(client.clone()),
+        Api::<Slim<Node>>::all(client.clone()),
         cache.clone(),
         queue.clone(),
         nodes_synced,
     ));
     tokio::spawn(watch_pods(
-        Api::all(client.clone()),
+        Api::<Slim<Pod>>::all(client.clone()),
         informers.clone(),
         cache,
         queue.clone(),
@@ -155,7 +156,7 @@ pub fn start(
 }
 
 async fn watch_nodes(
-    api: Api<Node>,
+    api: Api<Slim<Node>>,
     cache: Arc<Mutex<Cache>>,
     queue: Arc<SchedulingQueue>,
     synced: watch::Sender<bool>,
@@ -175,7 +176,7 @@ async fn watch_nodes(
         };
         match event {
             Event::Init => seen = Some(HashSet::new()),
-            Event::InitApply(node) | Event::Apply(node) => {
+            Event::InitApply(Slim(node)) | Event::Apply(Slim(node)) => {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 if let Some(seen) = &mut seen {
                     seen.insert(name.clone());
@@ -190,7 +191,7 @@ async fn watch_nodes(
                     ClusterEvent::NodeUpdate
                 });
             }
-            Event::Delete(node) => {
+            Event::Delete(Slim(node)) => {
                 let name = node.metadata.name.clone().unwrap_or_default();
                 known.remove(&name);
                 if let Ok(mut cache) = cache.lock() {
@@ -215,7 +216,7 @@ async fn watch_nodes(
 }
 
 async fn watch_pods(
-    api: Api<Pod>,
+    api: Api<Slim<Pod>>,
     informers: Arc<Informers>,
     cache: Arc<Mutex<Cache>>,
     queue: Arc<SchedulingQueue>,
@@ -234,14 +235,14 @@ async fn watch_pods(
         };
         match event {
             Event::Init => seen = Some(HashSet::new()),
-            Event::InitApply(pod) | Event::Apply(pod) => {
+            Event::InitApply(Slim(pod)) | Event::Apply(Slim(pod)) => {
                 let info = Arc::new(PodInfo::new(Arc::new(pod)));
                 if let Some(seen) = &mut seen {
                     seen.insert(info.uid.clone());
                 }
                 apply_pod(&informers, &cache, &queue, info);
             }
-            Event::Delete(pod) => {
+            Event::Delete(Slim(pod)) => {
                 let uid = pod.metadata.uid.clone().unwrap_or_default();
                 delete_pod(&informers, &cache, &queue, &uid);
             }

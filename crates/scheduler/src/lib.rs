@@ -8,7 +8,7 @@
 //! - [`config`]: the `KubeSchedulerConfiguration` file.
 //! - [`queue`] (active, backoff, unschedulable), [`cache`] (nodes, pods, assumed pods),
 //!   [`schedule`] (one decision), [`scheduler`] (the loop and the binding cycle).
-//! - [`informers`], [`client`] (the API), [`leader`] (leader election), [`run`] (all of
+//! - [`informers`] (with [`slim`] objects: no managed fields), [`client`] (the API), [`leader`] (leader election), [`run`] (all of
 //!   it wired together).
 
 pub mod cache;
@@ -22,5 +22,6 @@ pub mod queue;
 pub mod run;
 pub mod schedule;
 pub mod scheduler;
+pub mod slim;
 
 pub use run::{RunError, run};

@@ -173,25 +173,31 @@ pub fn schedule(
             })),
         };
     }
-    // The candidates, in search order.
-    let candidates: Vec<&Arc<NodeInfo>> = match narrowed.and_then(|r| r.node_names) {
-        Some(names) => names.iter().filter_map(|n| snapshot.get(n)).collect(),
-        None => {
-            let offset = start.load(Ordering::Relaxed) % all;
-            snapshot.nodes[offset..]
-                .iter()
-                .chain(snapshot.nodes[..offset].iter())
-                .collect()
+    // The candidates, in search order: the PreFilter's narrowing, or every node starting
+    // where the last search stopped (by position, without a list).
+    let narrowed: Option<Vec<&Arc<NodeInfo>>> = narrowed
+        .and_then(|r| r.node_names)
+        .map(|names| names.iter().filter_map(|n| snapshot.get(n)).collect());
+    let offset = start.load(Ordering::Relaxed) % all;
+    let count = narrowed.as_ref().map_or(all, Vec::len);
+    let candidate = |i: usize| -> Option<&Arc<NodeInfo>> {
+        match &narrowed {
+            Some(list) => list.get(i).copied(),
+            None => {
+                let j = offset + i;
+                snapshot.nodes.get(if j >= all { j - all } else { j })
+            }
         }
     };
-    let wanted = feasible_nodes_to_find(percentage, candidates.len());
+    let wanted = feasible_nodes_to_find(percentage, count);
     let found = AtomicUsize::new(0);
     let evaluated = AtomicUsize::new(0);
     let state_ref: &CycleState = state;
-    let check = |(i, node): (usize, &&Arc<NodeInfo>)| -> Option<(usize, Status)> {
+    let check = |i: usize| -> Option<(usize, Status)> {
         if found.load(Ordering::Relaxed) >= wanted {
             return None;
         }
+        let node = candidate(i)?;
         evaluated.fetch_add(1, Ordering::Relaxed);
         let status = if framework.has_filter_plugins() {
             filter_node(framework, state_ref, pod, node, nominated)
@@ -203,12 +209,12 @@ pub fn schedule(
         }
         Some((i, status))
     };
-    let mut results: Vec<(usize, Status)> = if candidates.len() < PARALLEL_THRESHOLD {
-        candidates.iter().enumerate().filter_map(check).collect()
+    let mut results: Vec<(usize, Status)> = if count < PARALLEL_THRESHOLD {
+        (0..count).filter_map(check).collect()
     } else {
-        candidates
-            .par_iter()
-            .enumerate()
+        (0..count)
+            .into_par_iter()
+            .with_min_len(PARALLEL_THRESHOLD / 2)
             .filter_map(check)
             .collect()
     };
@@ -221,7 +227,7 @@ pub fn schedule(
     let mut feasible: Vec<Arc<NodeInfo>> = Vec::new();
     let mut statuses = NodeStatuses::new();
     for (i, status) in results {
-        let Some(node) = candidates.get(i) else {
+        let Some(node) = candidate(i) else {
             continue;
         };
         if status.is_success() {

@@ -8,7 +8,7 @@
 
 use crate::cache::Cache;
 use crate::framework::{
-    ApiClient, Code, CycleState, Framework, PodInfo, PostFilterContext, Status,
+    ApiClient, Code, CycleState, Framework, PodInfo, PostFilterContext, Snapshot, Status,
 };
 use crate::queue::{Popped, SchedulingQueue};
 use crate::schedule::{self, Failure};
@@ -26,6 +26,8 @@ pub struct Scheduler {
     /// The scheduler's `percentageOfNodesToScore` (profiles may override it).
     pub percentage: u32,
     start: AtomicUsize,
+    /// The loop's snapshot, brought up to date from the cache before each cycle.
+    snapshot: Mutex<Snapshot>,
 }
 
 impl Scheduler {
@@ -43,6 +45,7 @@ impl Scheduler {
             client,
             percentage,
             start: AtomicUsize::new(0),
+            snapshot: Mutex::new(Snapshot::default()),
         }
     }
 
@@ -80,7 +83,9 @@ impl Scheduler {
             self.queue.done(&pod.uid);
             return;
         }
-        let snapshot = self.cache().snapshot();
+        let mut snapshot = self.snapshot.lock().unwrap_or_else(|p| p.into_inner());
+        self.cache().update_snapshot(&mut snapshot);
+        let snapshot = &*snapshot;
         let mut state = CycleState::new();
         let percentage = framework
             .percentage_of_nodes_to_score
@@ -98,7 +103,7 @@ impl Scheduler {
             &framework,
             &mut state,
             &pod,
-            &snapshot,
+            snapshot,
             percentage,
             &self.start,
             &nominated,
@@ -115,7 +120,7 @@ impl Scheduler {
                 }
                 let context = PostFilterContext {
                     framework: &framework,
-                    snapshot: &snapshot,
+                    snapshot,
                 };
                 let (result, post) = framework.run_post_filter(&context, &state, &pod, &statuses);
                 let post_message = if post.is_success() {

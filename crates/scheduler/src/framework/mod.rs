@@ -19,7 +19,7 @@ pub mod testing;
 
 pub use cycle_state::{CycleState, StateData};
 pub use handle::{ApiClient, Handle, Lister, WaitingPod, WaitingPods};
-pub use node_info::NodeInfo;
+pub use node_info::{ImageState, NodeImages, NodeInfo};
 pub use plugin::*;
 pub use pod_info::{AffinityTerm, HostPort, PodInfo};
 pub use registry::{PluginFactory, Registry};

@@ -15,6 +15,35 @@ pub struct ImageState {
     pub num_nodes: usize,
 }
 
+/// The images on a node by name (every name of each image). Shared between copies of the
+/// node info, and nothing at all to look at for a node without images: Score reads it on
+/// every node, so an empty list must not cost a memory access.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeImages(Option<Arc<HashMap<String, ImageState>>>);
+
+impl NodeImages {
+    pub fn new(images: HashMap<String, ImageState>) -> NodeImages {
+        NodeImages((!images.is_empty()).then(|| Arc::new(images)))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ImageState> {
+        self.0.as_ref()?.get(name)
+    }
+
+    /// Every name.
+    pub fn names(&self) -> impl Iterator<Item = &String> {
+        self.0.iter().flat_map(|m| m.keys())
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.as_ref().map_or(0, |m| m.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_none()
+    }
+}
+
 /// A node with its pods.
 #[derive(Clone, Debug, Default)]
 pub struct NodeInfo {
@@ -30,10 +59,12 @@ pub struct NodeInfo {
     /// The same with a floor per container (100m CPU, 200 MiB), for scoring.
     pub non_zero_requested: Resources,
     pub allocatable: Resources,
-    pub taints: Vec<Taint>,
+    /// Shared: copies of the node info for a change in its pods leave them alone (and an
+    /// empty list is read without a memory access).
+    pub taints: Arc<[Taint]>,
     pub unschedulable: bool,
-    /// Images on the node by name (every name of each image), with how many nodes have it.
-    pub images: HashMap<String, ImageState>,
+    /// Images on the node, with how many nodes have each.
+    pub images: NodeImages,
     /// Increased on every change: what snapshots compare.
     pub generation: u64,
 }
@@ -50,9 +81,12 @@ impl NodeInfo {
     pub fn set_node(&mut self, node: Arc<Node>) {
         self.allocatable = Resources::allocatable(&node);
         let spec = node.spec.as_ref();
-        self.taints = spec.and_then(|s| s.taints.clone()).unwrap_or_default();
+        self.taints = spec
+            .and_then(|s| s.taints.clone())
+            .unwrap_or_default()
+            .into();
         self.unschedulable = spec.and_then(|s| s.unschedulable).unwrap_or(false);
-        self.images.clear();
+        let mut images = HashMap::new();
         for image in node
             .status
             .as_ref()
@@ -62,10 +96,10 @@ impl NodeInfo {
         {
             let size = image.size_bytes.unwrap_or(0);
             for name in image.names.iter().flatten() {
-                self.images
-                    .insert(name.clone(), ImageState { size, num_nodes: 1 });
+                images.insert(name.clone(), ImageState { size, num_nodes: 1 });
             }
         }
+        self.images = NodeImages::new(images);
         self.node = Some(node);
         self.generation += 1;
     }

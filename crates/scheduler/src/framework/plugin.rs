@@ -209,9 +209,9 @@ pub trait PreScorePlugin: Plugin {
 }
 
 /// A node's score from one plugin.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NodeScore {
-    pub name: String,
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeScore<'a> {
+    pub name: &'a str,
     pub score: i64,
 }
 
@@ -220,7 +220,12 @@ pub trait ScorePlugin: Plugin {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> (i64, Status);
 
     /// Rescales the raw scores of every node to 0..=100 (the default: leave them).
-    fn normalize(&self, _state: &CycleState, _pod: &PodInfo, _scores: &mut [NodeScore]) -> Status {
+    fn normalize(
+        &self,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        _scores: &mut [NodeScore<'_>],
+    ) -> Status {
         Status::success()
     }
 }

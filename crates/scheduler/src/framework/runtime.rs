@@ -376,19 +376,21 @@ impl Framework {
         nodes: &[Arc<NodeInfo>],
     ) -> Result<Vec<i64>, Status> {
         let mut totals = vec![0i64; nodes.len()];
+        // One buffer for every plugin's scores.
+        let mut scores: Vec<NodeScore<'_>> = Vec::with_capacity(nodes.len());
         for (plugin, weight) in &self.score {
             if state.skip_score.contains(plugin.name()) {
                 continue;
             }
             let Some(p) = plugin.as_score() else { continue };
-            let mut scores = Vec::with_capacity(nodes.len());
+            scores.clear();
             for node in nodes {
                 let (score, status) = p.score(state, pod, node);
                 if !status.is_success() {
                     return Err(status.with_plugin(plugin.name()));
                 }
                 scores.push(NodeScore {
-                    name: node.name.clone(),
+                    name: &node.name,
                     score,
                 });
             }

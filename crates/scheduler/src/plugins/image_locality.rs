@@ -6,22 +6,17 @@
 //! 0..=100. An image without a tag is looked up as `:latest`. No arguments.
 //!
 //! The spread needs the number of nodes holding each image across the whole cluster (a
-//! node's own `ImageState::num_nodes` is 1). Looking the pod's images up in every node's
-//! image list on every cycle costs milliseconds per pod at 5,000 nodes, so the plugin keeps
-//! the cluster-wide counts across cycles instead: PreFilter, the one point that sees the
-//! snapshot, brings them up to date by recounting only the nodes whose object changed (a
-//! pointer comparison per node), then keeps the counts of the pod's images for Score.
-//! Should PreFilter not run (the plugin enabled at `score` alone), Score leaves the sizes
-//! unscaled.
+//! node's own `ImageState::num_nodes` is 1). The cache keeps those counts as nodes come,
+//! change and go, and every snapshot carries them; PreFilter, the one point that sees the
+//! snapshot, looks up the pod's images there and keeps their counts for Score. Should
+//! PreFilter not run (the plugin enabled at `score` alone), Score leaves the sizes unscaled.
 
 use crate::framework::{
     CycleState, Handle, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreFilterPlugin,
     PreFilterResult, ScorePlugin, Snapshot, Status,
 };
-use k8s_openapi::api::core::v1::Node;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 pub const NAME: &str = "ImageLocality";
 
@@ -34,85 +29,12 @@ const MIN_THRESHOLD: i64 = 23 * MB;
 /// Sums above this times the number of containers score 100.
 const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
 
-/// The plugin, with the cluster's image counts as of the last snapshot it saw.
+/// The plugin (no state of its own).
 #[derive(Default)]
-pub struct ImageLocality {
-    counts: Mutex<ImageCounts>,
-}
+pub struct ImageLocality;
 
 pub fn factory(_args: &Value, _handle: &Arc<Handle>) -> Result<Arc<dyn Plugin>, String> {
-    Ok(Arc::new(ImageLocality::default()))
-}
-
-/// How many nodes hold each image name, kept up to date from snapshot to snapshot.
-#[derive(Default)]
-struct ImageCounts {
-    /// The node object counted for each position of the snapshot's node list.
-    counted: Vec<Option<Arc<Node>>>,
-    /// Nodes holding each image name (names held by none are dropped).
-    nodes_with: HashMap<String, usize>,
-}
-
-/// The distinct image names a node reports.
-fn image_names(node: &Node) -> HashSet<&str> {
-    node.status
-        .as_ref()
-        .and_then(|s| s.images.as_ref())
-        .into_iter()
-        .flatten()
-        .flat_map(|image| image.names.iter().flatten())
-        .map(String::as_str)
-        .collect()
-}
-
-impl ImageCounts {
-    /// Counts the snapshot's nodes, recounting only the positions whose node object is not
-    /// the one counted there last time.
-    fn update(&mut self, snapshot: &Snapshot) {
-        let ImageCounts {
-            counted,
-            nodes_with,
-        } = self;
-        let uncount = |nodes_with: &mut HashMap<String, usize>, node: &Node| {
-            for name in image_names(node) {
-                if let Some(count) = nodes_with.get_mut(name) {
-                    *count = count.saturating_sub(1);
-                    if *count == 0 {
-                        nodes_with.remove(name);
-                    }
-                }
-            }
-        };
-        while counted.len() > snapshot.nodes.len() {
-            if let Some(Some(old)) = counted.pop() {
-                uncount(nodes_with, &old);
-            }
-        }
-        counted.resize(snapshot.nodes.len(), None);
-        for (slot, info) in counted.iter_mut().zip(&snapshot.nodes) {
-            let unchanged = match (slot.as_ref(), info.node.as_ref()) {
-                (Some(counted), Some(current)) => Arc::ptr_eq(counted, current),
-                (None, None) => true,
-                _ => false,
-            };
-            if unchanged {
-                continue;
-            }
-            if let Some(old) = slot.take() {
-                uncount(nodes_with, &old);
-            }
-            if let Some(current) = info.node.as_ref() {
-                for name in image_names(current) {
-                    *nodes_with.entry(name.to_string()).or_default() += 1;
-                }
-            }
-            slot.clone_from(&info.node);
-        }
-    }
-
-    fn nodes_with(&self, image: &str) -> usize {
-        self.nodes_with.get(image).copied().unwrap_or(0)
-    }
+    Ok(Arc::new(ImageLocality))
 }
 
 /// The image name as nodes report it: with `:latest` when it names no tag.
@@ -139,7 +61,7 @@ struct Spread {
 }
 
 impl Spread {
-    fn of(pod: &PodInfo, counts: &ImageCounts, total_nodes: usize) -> Spread {
+    fn of(pod: &PodInfo, snapshot: &Snapshot) -> Spread {
         let images = pod
             .pod
             .spec
@@ -153,13 +75,13 @@ impl Spread {
             })
             .map(|c| {
                 let name = normalized_image_name(c.image.as_deref().unwrap_or_default());
-                let count = counts.nodes_with(&name);
+                let count = snapshot.nodes_with_image(&name);
                 (name, count)
             })
             .collect();
         Spread {
             images,
-            total_nodes,
+            total_nodes: snapshot.len(),
         }
     }
 }
@@ -204,12 +126,7 @@ impl PreFilterPlugin for ImageLocality {
         pod: &PodInfo,
         snapshot: &Snapshot,
     ) -> (Option<PreFilterResult>, Status) {
-        let mut counts = self
-            .counts
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        counts.update(snapshot);
-        state.write(PRE_FILTER_KEY, Spread::of(pod, &counts, snapshot.len()));
+        state.write(PRE_FILTER_KEY, Spread::of(pod, snapshot));
         (None, Status::success())
     }
 }
@@ -395,54 +312,54 @@ mod tests {
     #[test]
     fn without_pre_filter_sizes_are_unscaled() {
         let cluster = cluster();
-        let (score, status) = ImageLocality::default().score(
-            &CycleState::new(),
-            &pod(&[], &["gcr.io/300"]),
-            &cluster[0],
-        );
+        let (score, status) =
+            ImageLocality.score(&CycleState::new(), &pod(&[], &["gcr.io/300"]), &cluster[0]);
         assert!(status.is_success());
         // 300 MiB of 1000: 100 × 277 / 977 = 28.
         assert_eq!(score, 28);
     }
 
-    /// The counts a plugin keeps follow the cluster from cycle to cycle.
+    /// The counts the cache keeps follow the cluster from cycle to cycle.
     #[test]
     fn counts_follow_nodes_changing_coming_and_going() {
-        let plugin = ImageLocality::default();
-        let spread = |cluster: &[Arc<NodeInfo>], image: &str| -> (usize, usize) {
-            let snapshot = Snapshot::new(cluster.to_vec());
+        let plugin = ImageLocality;
+        let mut cache = crate::cache::Cache::new();
+        let spread = |cache: &mut crate::cache::Cache, image: &str| -> (usize, usize) {
+            let snapshot = cache.snapshot();
             let mut state = CycleState::new();
             plugin.pre_filter(&mut state, &pod(&[], &[image]), &snapshot);
             let spread = state.read::<Spread>(PRE_FILTER_KEY).unwrap();
             (spread.images[0].1, spread.total_nodes)
         };
-        let a = node("a", &[(&["img:1", "img:latest"], 100)]);
-        let b = node("b", &[(&["img:1"], 100)]);
-        let c = node("c", &[]);
-        let mut cluster = vec![a.clone(), b.clone(), c.clone()];
-        assert_eq!(spread(&cluster, "img:1"), (2, 3));
-        assert_eq!(spread(&cluster, "img"), (1, 3));
+        let object = |info: Arc<NodeInfo>| info.node.clone().unwrap();
+        let a = object(node("a", &[(&["img:1", "img:latest"], 100)]));
+        cache.upsert_node(a.clone());
+        cache.upsert_node(object(node("b", &[(&["img:1"], 100)])));
+        cache.upsert_node(object(node("c", &[])));
+        assert_eq!(spread(&mut cache, "img:1"), (2, 3));
+        assert_eq!(spread(&mut cache, "img"), (1, 3));
         // The same node objects again: nothing changes.
-        assert_eq!(spread(&cluster, "img:1"), (2, 3));
+        cache.upsert_node(a.clone());
+        assert_eq!(spread(&mut cache, "img:1"), (2, 3));
         // Node b's object is replaced: it no longer has the image; c now has it.
-        cluster[1] = node("b", &[(&["other:1"], 100)]);
-        cluster[2] = node("c", &[(&["img:1"], 100)]);
-        assert_eq!(spread(&cluster, "img:1"), (2, 3));
-        assert_eq!(spread(&cluster, "other:1"), (1, 3));
+        cache.upsert_node(object(node("b", &[(&["other:1"], 100)])));
+        cache.upsert_node(object(node("c", &[(&["img:1"], 100)])));
+        assert_eq!(spread(&mut cache, "img:1"), (2, 3));
+        assert_eq!(spread(&mut cache, "other:1"), (1, 3));
         // Node a goes away (the others move up a position), then comes back at the end.
-        cluster.remove(0);
-        assert_eq!(spread(&cluster, "img:1"), (1, 2));
-        assert_eq!(spread(&cluster, "img"), (0, 2));
-        cluster.push(a);
-        assert_eq!(spread(&cluster, "img:1"), (2, 3));
-        assert_eq!(spread(&cluster, "img"), (1, 3));
+        cache.remove_node("a");
+        assert_eq!(spread(&mut cache, "img:1"), (1, 2));
+        assert_eq!(spread(&mut cache, "img"), (0, 2));
+        cache.upsert_node(a);
+        assert_eq!(spread(&mut cache, "img:1"), (2, 3));
+        assert_eq!(spread(&mut cache, "img"), (1, 3));
         // Names no node holds any more are forgotten.
-        cluster.truncate(1);
-        assert_eq!(spread(&cluster, "img:1"), (0, 1));
-        let counts = plugin.counts.lock().unwrap();
-        assert_eq!(counts.nodes_with.len(), 1);
-        assert_eq!(counts.nodes_with("other:1"), 1);
-        drop((b, c));
+        cache.remove_node("a");
+        cache.remove_node("c");
+        assert_eq!(spread(&mut cache, "img:1"), (0, 1));
+        let snapshot = cache.snapshot();
+        assert_eq!(snapshot.images.len(), 1);
+        assert_eq!(snapshot.nodes_with_image("other:1"), 1);
     }
 
     #[test]

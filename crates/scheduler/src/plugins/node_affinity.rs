@@ -404,7 +404,7 @@ fn pinned_node_names(selector: &NodeSelector) -> Result<Option<BTreeSet<String>>
 /// Kubernetes' default score normalization: scales scores so the highest becomes
 /// `max_priority` (integer division), reversed (`max_priority - score`) when `reverse`;
 /// all zeros stay zeros (or all become `max_priority` when reversed).
-pub fn default_normalize_score(max_priority: i64, reverse: bool, scores: &mut [NodeScore]) {
+pub fn default_normalize_score(max_priority: i64, reverse: bool, scores: &mut [NodeScore<'_>]) {
     let max = scores.iter().map(|s| s.score).max().unwrap_or(0).max(0);
     if max == 0 {
         if reverse {
@@ -606,7 +606,12 @@ impl ScorePlugin for NodeAffinity {
         (score, Status::success())
     }
 
-    fn normalize(&self, _state: &CycleState, _pod: &PodInfo, scores: &mut [NodeScore]) -> Status {
+    fn normalize(
+        &self,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        scores: &mut [NodeScore<'_>],
+    ) -> Status {
         default_normalize_score(MAX_NODE_SCORE, false, scores);
         Status::success()
     }
@@ -686,7 +691,7 @@ mod tests {
                 let (score, status) = score.score(&state, pod, n);
                 assert!(status.is_success(), "{status}");
                 NodeScore {
-                    name: n.name.clone(),
+                    name: &n.name,
                     score,
                 }
             })
@@ -1217,7 +1222,7 @@ mod tests {
         let mut scores: Vec<NodeScore> = [0, 1, 3]
             .iter()
             .map(|s| NodeScore {
-                name: String::new(),
+                name: "",
                 score: *s,
             })
             .collect();

@@ -166,7 +166,12 @@ impl ScorePlugin for TaintToleration {
         )
     }
 
-    fn normalize(&self, _state: &CycleState, _pod: &PodInfo, scores: &mut [NodeScore]) -> Status {
+    fn normalize(
+        &self,
+        _state: &CycleState,
+        _pod: &PodInfo,
+        scores: &mut [NodeScore<'_>],
+    ) -> Status {
         default_normalize_score(MAX_NODE_SCORE, true, scores);
         Status::success()
     }
@@ -330,7 +335,7 @@ mod tests {
         let mut list: Vec<NodeScore> = nodes
             .iter()
             .map(|n| NodeScore {
-                name: n.name.clone(),
+                name: &n.name,
                 score: score.score(&state, pod, n).0,
             })
             .collect();

@@ -104,7 +104,12 @@ impl ScorePlugin for InterPodAffinity {
     }
 
     /// Min-max: the lowest score becomes 0, the highest 100 (all equal: all 0).
-    fn normalize(&self, state: &CycleState, _pod: &PodInfo, scores: &mut [NodeScore]) -> Status {
+    fn normalize(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        scores: &mut [NodeScore<'_>],
+    ) -> Status {
         if state
             .read::<ScoreState>(PRE_SCORE_KEY)
             .is_none_or(|s| s.0.is_empty())

@@ -633,7 +633,7 @@ fn score_with(
             let (score, status) = score.score(&state, pod, n);
             assert!(status.is_success(), "{status}");
             NodeScore {
-                name: n.name.clone(),
+                name: &n.name,
                 score,
             }
         })

@@ -373,7 +373,12 @@ impl ScorePlugin for PodTopologySpread {
         }
     }
 
-    fn normalize(&self, state: &CycleState, _pod: &PodInfo, scores: &mut [NodeScore]) -> Status {
+    fn normalize(
+        &self,
+        state: &CycleState,
+        _pod: &PodInfo,
+        scores: &mut [NodeScore<'_>],
+    ) -> Status {
         if state.read::<ScoreState>(SCORE_KEY).is_none() {
             return not_found(SCORE_KEY);
         }

@@ -130,7 +130,7 @@ impl ScoreState {
 }
 
 /// Reverses and scales the raw scores to 0..100 (nodes not scored get 0).
-pub fn normalize(scores: &mut [NodeScore]) {
+pub fn normalize(scores: &mut [NodeScore<'_>]) {
     let mut min = i64::MAX;
     let mut max = 0;
     for score in scores.iter().filter(|s| s.score != IGNORED) {

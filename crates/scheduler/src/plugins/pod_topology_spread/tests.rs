@@ -118,7 +118,7 @@ fn scores(
             let (score, status) = plugin.score(&state, pod, n);
             assert!(status.is_success());
             NodeScore {
-                name: n.name.clone(),
+                name: &n.name,
                 score,
             }
         })
@@ -741,7 +741,7 @@ fn pre_score_without_pre_filter_counts_the_nodes_scored() {
     let mut list: Vec<NodeScore> = nodes
         .iter()
         .map(|n| NodeScore {
-            name: n.name.clone(),
+            name: &n.name,
             score: plugin.score(&state, &pod, n).0,
         })
         .collect();
@@ -1395,7 +1395,7 @@ fn spread_cost_on_a_large_cluster() {
             let mut list: Vec<NodeScore> = scored
                 .iter()
                 .map(|n| NodeScore {
-                    name: n.name.clone(),
+                    name: &n.name,
                     score: plugin.score(&state, &pod, n).0,
                 })
                 .collect();
