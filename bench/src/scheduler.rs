@@ -23,6 +23,75 @@ const CLIENTS: usize = 16;
 /// The API server's and the scheduler's pids in the running workload, for CPU figures.
 static PIDS: Mutex<(u32, u32)> = Mutex::new((0, 0));
 
+/// What one Node object costs in memory as the scheduler keeps it (without managed
+/// fields): the same nodes, listed from the API server and parsed here, by the growth of
+/// this process' RSS (MiB per node).
+async fn node_object_mib(port: u16, count: usize) -> anyhow::Result<f64> {
+    use k8s_openapi::api::core::v1::Node;
+    let mut admin = connect(port).await?;
+    let (_, body) = request(&mut admin, "GET", "/api/v1/nodes", Bytes::new()).await?;
+    let list: Value = serde_json::from_slice(&body)?;
+    drop(body);
+    let items: Vec<String> = list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(Value::to_string)
+        .collect();
+    drop(list);
+    // Parsed five times over: the first copy may fill memory this process already has, the
+    // growth over the next four is what the objects take.
+    let mut copies = Vec::new();
+    let mut rss = Vec::new();
+    for _ in 0..5 {
+        let mut nodes = Vec::with_capacity(items.len());
+        for item in &items {
+            let mut node: Node = serde_json::from_str(item)?;
+            node.metadata.managed_fields = None;
+            nodes.push(std::sync::Arc::new(node));
+        }
+        anyhow::ensure!(
+            nodes.len() == count,
+            "listed {} nodes of {count}",
+            nodes.len()
+        );
+        copies.push(nodes);
+        rss.push(rss_mib(std::process::id()));
+    }
+    Ok((rss[4] - rss[0]) / (4 * count) as f64)
+}
+
+/// What the scheduler's cache costs per node beyond the Node object, measured in this
+/// process (the same allocator as `kyb`): `count` Node objects (as the informer reads them)
+/// are parsed first, then put in a cache and a loop snapshot taken from it; bytes per node
+/// by the growth of the RSS.
+fn cache_bytes_per_node(count: usize) -> anyhow::Result<f64> {
+    use k8s_openapi::api::core::v1::Node;
+    use kyb_scheduler::cache::Cache;
+    use kyb_scheduler::framework::Snapshot;
+    use kyb_scheduler::slim::Slim;
+    let objects: Vec<Arc<Node>> = (0..count)
+        .map(|i| {
+            let (_, body) = node_body(i, "node");
+            serde_json::from_str::<Slim<Node>>(&body).map(|n| Arc::new(n.0))
+        })
+        .collect::<Result<_, _>>()?;
+    let before = rss_mib(std::process::id());
+    let mut cache = Cache::new();
+    for object in &objects {
+        cache.upsert_node(object.clone());
+    }
+    let mut snapshot = Snapshot::default();
+    cache.update_snapshot(&mut snapshot);
+    let after = rss_mib(std::process::id());
+    anyhow::ensure!(
+        snapshot.len() == count,
+        "{} nodes in the snapshot",
+        snapshot.len()
+    );
+    Ok((after - before) * 1048576.0 / count as f64)
+}
+
 /// CPU milliseconds used so far by the API server, the scheduler and this benchmark.
 fn cpu_now() -> [f64; 3] {
     let (apiserver, scheduler) = PIDS.lock().map(|p| *p).unwrap_or((0, 0));
@@ -82,26 +151,31 @@ async fn create_all(
     Ok(sent)
 }
 
+/// Node `i`: ready, with capacity, in zone a, b or c; its name and JSON.
+fn node_body(i: usize, prefix: &str) -> (String, String) {
+    let name = format!("{prefix}-{i}");
+    let zone = ["a", "b", "c"][i % 3];
+    let node = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}},
+        "status": {
+            "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+            "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+        },
+    });
+    (name, node.to_string())
+}
+
 /// Creates ready nodes (zones a/b/c), then takes off the `not-ready` taint admission puts
 /// on new nodes, as the node lifecycle controller would once the node reports Ready.
-async fn create_nodes(port: u16, count: usize, prefix: &str) -> anyhow::Result<()> {
-    let bodies = (0..count)
-        .map(|i| {
-            let name = format!("{prefix}-{i}");
-            let zone = ["a", "b", "c"][i % 3];
-            let node = json!({
-                "apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": name, "labels": {
-                    "kubernetes.io/hostname": name, "topology.kubernetes.io/zone": zone}},
-                "status": {
-                    "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-                    "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
-                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-                },
-            });
-            (name, node.to_string())
-        })
-        .collect();
+async fn create_nodes(
+    port: u16,
+    range: std::ops::Range<usize>,
+    prefix: &str,
+) -> anyhow::Result<()> {
+    let bodies = range.map(|i| node_body(i, prefix)).collect();
     let created = create_all(port, "/api/v1/nodes", bodies).await?;
     let names: Vec<String> = created.into_keys().collect();
     let queue = Arc::new(Mutex::new(names));
@@ -330,7 +404,20 @@ async fn setup_namespace(port: u16) -> anyhow::Result<()> {
     }
 }
 
-/// Runs one workload on a fresh cluster of `nodes` nodes; `prepare` runs before timing.
+/// Waits until the scheduler has seen `node` (a probe pod bound there), then lets the
+/// allocator settle and returns the scheduler's RSS (MiB).
+async fn settled_rss(port: u16, pid: u32, node: &str, probe: &str) -> anyhow::Result<f64> {
+    let probe = plain_pod(
+        probe,
+        "10m",
+        json!({"spec": {"nodeSelector": {"kubernetes.io/hostname": node}}}),
+    );
+    measure(port, "probe", vec![probe], Duration::from_secs(120)).await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    Ok(rss_mib(pid))
+}
+
+/// Runs one workload on a fresh cluster with `nodes` nodes created first.
 fn workload(
     nodes: usize,
     run: impl AsyncFnOnce(u16, u32) -> anyhow::Result<Vec<Figures>>,
@@ -347,7 +434,7 @@ fn workload(
     }
     let figures = runtime.block_on(async {
         setup_namespace(port).await?;
-        create_nodes(port, nodes, "node").await?;
+        create_nodes(port, 0..nodes, "node").await?;
         run(port, scheduler_pid).await
     });
     scheduler.terminate()?;
@@ -364,29 +451,36 @@ pub fn run(quick: bool, chosen: &[&str]) -> anyhow::Result<()> {
     let nodes = 5000 / scale;
     let mut all = Vec::new();
     let mut memory = String::new();
+    // First, while this process has no memory to reuse.
+    let cache = cache_bytes_per_node(20_000)?;
 
     // (a) Plain pods; the scheduler's memory per node.
     let plain = 10_000 / scale;
     if wanted("a") {
-        all.extend(workload(nodes, async |port, pid| {
-        let before = rss_mib(pid);
-        // A probe on the last node tells the scheduler has seen every node.
-        let probe = plain_pod(
-            "probe",
-            "10m",
-            json!({"spec": {"nodeSelector": {"kubernetes.io/hostname": format!("node-{}", nodes - 1)}}}),
-        );
-        measure(port, "probe", vec![probe], Duration::from_secs(120)).await?;
-        let with_nodes = rss_mib(pid);
-        memory = format!(
-            "scheduler RSS {before:.1} MiB before the nodes' informer sync settled, {with_nodes:.1} MiB with {nodes} nodes cached"
-        );
-        let pods = (0..plain)
-            .map(|i| plain_pod(&format!("plain-{i}"), "100m", json!({})))
-            .collect();
-        let figures = measure(port, "plain pods", pods, Duration::from_secs(600)).await?;
-        Ok(vec![figures])
-    })?);
+        all.extend(workload(nodes / 2, async |port, pid| {
+            // The memory a node costs: the growth from half the nodes to all of them (what
+            // does not grow with nodes — threads, connections, buffers — cancels out).
+            let half =
+                settled_rss(port, pid, &format!("node-{}", nodes / 2 - 1), "probe-half").await?;
+            create_nodes(port, nodes / 2..nodes, "node").await?;
+            let full = settled_rss(port, pid, &format!("node-{}", nodes - 1), "probe").await?;
+            let object = node_object_mib(port, nodes).await?;
+            let per_node = (full - half) / (nodes - nodes / 2) as f64;
+            memory = format!(
+                "scheduler RSS {half:.1} MiB with {} nodes, {full:.1} MiB with {nodes}: \
+             {:.0} bytes per node, of which the Node object (without managed fields) {:.0}; \
+             the cache alone (node info, index, the loop's snapshot; measured in-process \
+             with 20,000 nodes) {cache:.0} bytes per node beyond the Node object",
+                nodes / 2,
+                per_node * 1048576.0,
+                object * 1048576.0,
+            );
+            let pods = (0..plain)
+                .map(|i| plain_pod(&format!("plain-{i}"), "100m", json!({})))
+                .collect();
+            let figures = measure(port, "plain pods", pods, Duration::from_secs(600)).await?;
+            Ok(vec![figures])
+        })?);
     }
 
     // (b) Required anti-affinity per host, then topology spread over zones.

@@ -98,8 +98,10 @@ struct Inner {
     parked: HashMap<String, Parked>,
     /// Every pod the queue holds (or has in flight), by UID, with its latest info.
     places: HashMap<String, (Place, Arc<PodInfo>)>,
-    /// Events that happened while pods were in flight: a pod that then fails goes to
-    /// backoff (the event may have made it fit) rather than waiting for another one.
+    /// The cycle of the latest event of each kind: a pod that fails an attempt during
+    /// which an event it cares about happened goes to backoff (the event may have made it
+    /// fit) rather than waiting for another one. One entry per kind, so an idle scheduler
+    /// watching busy nodes keeps nothing.
     events_since: Vec<(u64, ClusterEvent)>,
     /// Counts scheduling attempts (pops).
     cycle: u64,
@@ -329,10 +331,6 @@ impl SchedulingQueue {
                 self.activate(inner, parked.pod);
             }
         }
-        if inner.events_since.len() > 1024 {
-            let floor = inner.cycle.saturating_sub(1024);
-            inner.events_since.retain(|(c, _)| *c >= floor);
-        }
     }
 
     fn activate(&self, inner: &mut Inner, pod: QueuedPod) {
@@ -425,7 +423,10 @@ impl SchedulingQueue {
     pub fn on_event(&self, event: ClusterEvent) {
         let mut inner = self.lock();
         let cycle = inner.cycle;
-        inner.events_since.push((cycle, event));
+        match inner.events_since.iter_mut().find(|(_, e)| *e == event) {
+            Some(latest) => latest.0 = cycle,
+            None => inner.events_since.push((cycle, event)),
+        }
         let waking: Vec<String> = inner
             .parked
             .iter()
