@@ -1,5 +1,5 @@
 //! The registry: plugin names to the functions that build them. The in-tree plugins are
-//! registered by [`Registry::in_tree`]; an out-of-tree plugin is one more entry
+//! registered by [`crate::plugins::registry`]; an out-of-tree plugin is one more entry
 //! ([`Registry::register`]) and can then be enabled by name in a profile.
 
 use super::handle::Handle;
