@@ -140,35 +140,43 @@ fn supported(group: &str, kind: &str, field: &str) -> bool {
 /// The value of a selectable field of an object, as a string (`None` if the field is not
 /// selectable for the kind; "" when the object lacks it).
 pub fn field_value(group: &str, kind: &str, object: &Value, field: &str) -> Option<String> {
+    let path = field_source(group, kind, field)?;
+    let mut value = Some(object);
+    for segment in path.split('.') {
+        value = value.and_then(|v| v.get(segment));
+    }
+    Some(field_text(field, value))
+}
+
+/// The dotted path a selectable field is read from (`None` if the kind cannot be selected
+/// by it): the field itself, but for the few Kubernetes maps elsewhere.
+pub fn field_source<'a>(group: &str, kind: &str, field: &'a str) -> Option<&'a str> {
     if !supported(group, kind, field) {
         return None;
     }
-    let path: &str = match (group, kind, field) {
+    Some(match (group, kind, field) {
         ("", "Event", "source") => "source.component",
         ("", "Pod", "status.podIPs") => "status.podIP",
         _ => field,
-    };
-    let mut value = object;
-    for segment in path.split('.') {
-        match value.get(segment) {
-            Some(next) => value = next,
-            None => {
-                // Booleans Kubernetes defaults to false are selected as "false".
-                return Some(match field {
-                    "spec.hostNetwork" | "spec.unschedulable" => "false".into(),
-                    "status.replicas" | "status.successful" => "0".into(),
-                    _ => String::new(),
-                });
-            }
-        }
-    }
-    Some(match value {
-        Value::String(s) => s.clone(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::Null => String::new(),
-        other => other.to_string(),
     })
+}
+
+/// A selectable field's value as a string, from what its source path holds (`None`: the
+/// object lacks it).
+pub fn field_text(field: &str, value: Option<&Value>) -> String {
+    match value {
+        // Booleans Kubernetes defaults to false are selected as "false".
+        None => match field {
+            "spec.hostNetwork" | "spec.unschedulable" => "false".into(),
+            "status.replicas" | "status.successful" => "0".into(),
+            _ => String::new(),
+        },
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Null) => String::new(),
+        Some(other) => other.to_string(),
+    }
 }
 
 fn split_unescaped(text: &str, separator: char) -> Vec<String> {

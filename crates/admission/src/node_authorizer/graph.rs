@@ -118,6 +118,12 @@ impl Index {
             .insert(name.to_string(), PodEntry { node, refs });
     }
 
+    pub(super) fn holds_pod(&self, namespace: &str, name: &str) -> bool {
+        self.pods
+            .get(namespace)
+            .is_some_and(|pods| pods.contains_key(name))
+    }
+
     pub(super) fn delete_pod(&mut self, namespace: &str, name: &str) {
         let Some(entry) = remove_namespaced(&mut self.pods, namespace, name) else {
             return;

@@ -112,17 +112,29 @@ impl NodeGraph {
 
     /// Records a deleted object of `resource` (only its `metadata` is read).
     pub fn delete(&mut self, resource: &str, object: &Value) {
-        let name = json_name(object);
+        self.delete_named(
+            resource,
+            crate::json::string(object, &["metadata", "namespace"]),
+            json_name(object),
+        );
+    }
+
+    /// Records a deleted object of `resource` by its namespace ("" when cluster-scoped)
+    /// and name.
+    pub fn delete_named(&mut self, resource: &str, namespace: &str, name: &str) {
         match resource {
-            "pods" => self.index.delete_pod(
-                crate::json::string(object, &["metadata", "namespace"]),
-                name,
-            ),
+            "pods" => self.index.delete_pod(namespace, name),
             "persistentvolumes" => self.index.delete_pv(name),
             "volumeattachments" => self.index.delete_pinned(false, name),
             "resourceslices" => self.index.delete_pinned(true, name),
             _ => {}
         }
+    }
+
+    /// Whether the graph holds a pod (it holds only pods bound to a node). A pod it does
+    /// not hold and that names no node changes nothing: callers may skip reading it.
+    pub fn holds_pod(&self, namespace: &str, name: &str) -> bool {
+        self.index.holds_pod(namespace, name)
     }
 
     /// How many objects the graph holds.

@@ -8,6 +8,7 @@ use kyb_admission::Denial;
 use kyb_api::Status;
 use serde_json::Value;
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Duration;
 
 fn refuse(attributes: &Attributes<'_>, object: Option<&Value>, denial: &Denial) -> Status {
@@ -43,7 +44,7 @@ impl ServiceAccount {
         context: &Context<'_>,
         attributes: &Attributes<'_>,
         pod: &Value,
-    ) -> Option<Value> {
+    ) -> Option<Arc<Value>> {
         let name = kyb_admission::service_account::service_account_to_look_up(
             attributes.operation,
             attributes.subresource,
@@ -51,13 +52,14 @@ impl ServiceAccount {
         )?;
         let cache = &context.server.cache;
         let namespace = attributes.namespace;
-        if let Some(account) = cache.lookup("", "serviceaccounts", Some(namespace), name) {
+        if let Some(account) = cache.lookup_shared("", "serviceaccounts", Some(namespace), name) {
             return Some(account);
         }
         context.server.fresh().await;
         let deadline = tokio::time::Instant::now() + ACCOUNT_WAIT;
         loop {
-            if let Some(account) = cache.lookup("", "serviceaccounts", Some(namespace), name) {
+            if let Some(account) = cache.lookup_shared("", "serviceaccounts", Some(namespace), name)
+            {
                 return Some(account);
             }
             if name != kyb_admission::service_account::DEFAULT_SERVICE_ACCOUNT_NAME
@@ -94,7 +96,7 @@ impl Plugin for ServiceAccount {
         kyb_admission::service_account::admit(
             pod,
             attributes.namespace,
-            account.as_ref(),
+            account.as_deref(),
             &kyb_admission::service_account::Config::default(),
             kyb_admission::service_account::random_suffix,
         )
@@ -114,7 +116,7 @@ impl Plugin for ServiceAccount {
             attributes.subresource,
             pod,
             attributes.namespace,
-            account.as_ref(),
+            account.as_deref(),
             &kyb_admission::service_account::Config::default(),
         )
         .map_err(|denial| refuse(attributes, Some(pod), &denial))
@@ -259,15 +261,16 @@ impl Plugin for Priority {
         if !attributes.is("", "pods") {
             return Ok(());
         }
-        let classes = context
-            .server
-            .cache
-            .objects("scheduling.k8s.io", "priorityclasses", None);
+        let classes =
+            context
+                .server
+                .cache
+                .objects_shared("scheduling.k8s.io", "priorityclasses", None);
         kyb_admission::priority::admit_pod(
             attributes.operation,
             pod,
             attributes.old_object,
-            &classes,
+            classes.iter().map(|c| &**c),
         )
         .map_err(|denial| refuse(attributes, None, &denial))
     }

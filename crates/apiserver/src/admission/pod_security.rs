@@ -42,9 +42,9 @@ impl Plugin for PodSecurity {
             context
                 .server
                 .cache
-                .lookup("", "namespaces", None, attributes.namespace)
+                .lookup_shared("", "namespaces", None, attributes.namespace)
         };
-        let namespace_labels = namespace_object.as_ref().and_then(kyb_api::meta::labels);
+        let namespace_labels = namespace_object.as_deref().and_then(kyb_api::meta::labels);
         let name = object
             .and_then(kyb_api::meta::name)
             .unwrap_or(attributes.name);

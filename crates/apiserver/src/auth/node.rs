@@ -7,7 +7,6 @@
 use crate::cache::{CacheEvent, EventType, WatchCache};
 use kyb_admission::{NodeGraph, node_authorizer};
 use kyb_api::registry::{self, ResourceDef};
-use serde_json::json;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
@@ -74,23 +73,26 @@ impl crate::cache::Follower for NodeAuthorizer {
         let State { graph, known } = &mut *state;
         let known = known.entry(def.plural).or_default();
         for event in events {
-            let Ok(object) = event.object.value() else {
+            let namespace = event.object.namespace().unwrap_or_default();
+            let name = event.object.name();
+            let id = (namespace.to_string(), name.to_string());
+            if event.kind == EventType::Deleted {
+                graph.delete_named(def.plural, namespace, name);
+                known.remove(&id);
                 continue;
-            };
-            let id = (
-                event.object.namespace().unwrap_or_default().to_string(),
-                event.object.name().to_string(),
-            );
-            match event.kind {
-                EventType::Deleted => {
-                    graph.delete(def.plural, &object);
-                    known.remove(&id);
-                }
-                _ => {
-                    graph.apply(def.plural, &object);
-                    known.insert(id);
-                }
             }
+            // Most pod events are of pods not bound yet, which grant nothing: the cached
+            // selectable field says so without parsing the pod.
+            let unbound = def.plural == "pods"
+                && event.object.field(def, "spec.nodeName") == Some("")
+                && !graph.holds_pod(namespace, name);
+            if !unbound {
+                let Ok(object) = event.object.value() else {
+                    continue;
+                };
+                graph.apply(def.plural, &object);
+            }
+            known.insert(id);
         }
     }
 
@@ -100,10 +102,7 @@ impl crate::cache::Follower for NodeAuthorizer {
         };
         let State { graph, known } = &mut *state;
         for (namespace, name) in known.remove(def.plural).unwrap_or_default() {
-            graph.delete(
-                def.plural,
-                &json!({"metadata": {"namespace": namespace, "name": name}}),
-            );
+            graph.delete_named(def.plural, &namespace, &name);
         }
     }
 }

@@ -9,6 +9,7 @@
 
 mod follow;
 pub mod object;
+mod shallow;
 
 pub use follow::{Follower, follow};
 
@@ -352,9 +353,45 @@ impl WatchCache {
         object.value().ok()
     }
 
+    /// [`Self::lookup`] for objects read on every request of some kind (namespaces, service
+    /// accounts, ...): the parsed form is kept with the cached state (see
+    /// [`CachedObject::shared_value`]).
+    pub fn lookup_shared(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Arc<Value>> {
+        let def = kyb_api::registry::find_stored(group, plural)?;
+        let object = self.resource(def)?.get(&def.key(namespace, name))?;
+        object.shared_value().ok()
+    }
+
     /// Every cached object of a built-in resource in `namespace` (everywhere with `None`),
     /// parsed, in key order.
     pub fn objects(&self, group: &str, plural: &str, namespace: Option<&str>) -> Vec<Value> {
+        self.each_object(group, plural, namespace, CachedObject::value)
+    }
+
+    /// [`Self::objects`] for the few objects read on every request of some kind (priority
+    /// classes, ...): parsed once per state (see [`CachedObject::shared_value`]).
+    pub fn objects_shared(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: Option<&str>,
+    ) -> Vec<Arc<Value>> {
+        self.each_object(group, plural, namespace, CachedObject::shared_value)
+    }
+
+    fn each_object<T>(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: Option<&str>,
+        parse: impl Fn(&CachedObject) -> Result<T, String>,
+    ) -> Vec<T> {
         let Some(def) = kyb_api::registry::find_stored(group, plural) else {
             return Vec::new();
         };
@@ -367,7 +404,7 @@ impl WatchCache {
             .objects
             .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
             .take_while(|(key, _)| key.starts_with(prefix.as_str()))
-            .filter_map(|(_, object)| object.value().ok())
+            .filter_map(|(_, object)| parse(object).ok())
             .collect()
     }
 
@@ -480,11 +517,19 @@ impl WatchCache {
         };
         let revision = event.revision();
         let def = cache.def;
-        let prev = event
-            .prev
-            .as_ref()
-            .and_then(|p| CachedObject::from_stored(def, &p.key, &p.value, p.mod_revision).ok())
-            .map(Arc::new);
+        // The previous state is normally the one cached already (only this task applies
+        // events): reused, not built again.
+        let prev = event.prev.as_ref().and_then(|p| {
+            let cached = std::str::from_utf8(&p.key)
+                .ok()
+                .and_then(|key| cache.get(key))
+                .filter(|o| o.revision == p.mod_revision);
+            cached.or_else(|| {
+                CachedObject::from_stored(def, &p.key, &p.value, p.mod_revision)
+                    .ok()
+                    .map(Arc::new)
+            })
+        });
         let built = match event.kind {
             EventKind::Put => {
                 CachedObject::from_stored(def, &event.kv.key, &event.kv.value, revision).map(
@@ -528,5 +573,99 @@ impl WatchCache {
                 tracing::warn!(key = %String::from_utf8_lossy(&event.kv.key), %error, "skipping a stored object")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kyb_storage::{EmbeddedOptions, EmbeddedStore};
+    use serde_json::json;
+
+    /// What the cache held before it read objects shallowly: parsed, the revision set,
+    /// serialized again.
+    fn by_value(stored: &[u8], revision: Revision) -> Vec<u8> {
+        let mut object: Value = serde_json::from_slice(stored).unwrap_or_default();
+        kyb_api::meta::metadata_mut(&mut object)
+            .insert("resourceVersion".into(), revision.to_string().into());
+        serde_json::to_vec(&object).unwrap_or_default()
+    }
+
+    async fn next(subscription: &mut Subscription) -> anyhow::Result<Arc<CacheEvent>> {
+        Ok(tokio::time::timeout(Duration::from_secs(10), subscription.events.recv()).await??)
+    }
+
+    #[tokio::test]
+    async fn events_share_states_and_parsed_forms_follow_writes() -> anyhow::Result<()> {
+        let dir = kyb_testkit::temp_dir("watch-cache")?;
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(
+            dir.path(),
+            &EmbeddedOptions::default(),
+        )?);
+        let cache = WatchCache::start(store.clone()).await?;
+        let def = kyb_api::registry::find_stored("", "pods").ok_or(anyhow::anyhow!("pods"))?;
+        let pods = cache.resource(def).ok_or(anyhow::anyhow!("no pod cache"))?;
+        let mut subscription =
+            pods.subscribe_with_state(&def.list_prefix(None), &Filter::default(), 0);
+        let key = "/registry/pods/ns/p";
+        let pod = |node: &str| {
+            json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"labels": {"b": "2", "a": "1"}, "name": "p", "namespace": "ns"},
+                "spec": {"nodeName": node, "hostNetwork": true}, "status": {"phase": "Pending"}})
+        };
+        let stored = |node: &str| -> anyhow::Result<bytes::Bytes> {
+            Ok(serde_json::to_vec(&pod(node))?.into())
+        };
+
+        let created = store.create(key.as_bytes(), stored("")?).await?;
+        let added = next(&mut subscription).await?;
+        assert_eq!(added.kind, EventType::Added);
+        assert_eq!(added.object.json.as_ref(), by_value(&stored("")?, created));
+        assert_eq!(added.object.label("a"), Some("1"));
+        assert_eq!(added.object.field(def, "spec.nodeName"), Some(""));
+        assert_eq!(added.object.field(def, "spec.hostNetwork"), Some("true"));
+        assert_eq!(added.object.field(def, "status.phase"), Some("Pending"));
+        assert_eq!(added.object.field(def, "spec.schedulerName"), Some(""));
+        let first = cache
+            .lookup_shared("", "pods", Some("ns"), "p")
+            .ok_or(anyhow::anyhow!("not cached"))?;
+        assert_eq!(first.pointer("/spec/nodeName"), Some(&json!("")));
+
+        let updated = store
+            .update(key.as_bytes(), stored("node-1")?, created)
+            .await?;
+        let modified = next(&mut subscription).await?;
+        assert_eq!(modified.kind, EventType::Modified);
+        let prev = modified.prev.as_ref().ok_or(anyhow::anyhow!("no prev"))?;
+        assert!(
+            Arc::ptr_eq(prev, &added.object),
+            "the cached state is reused"
+        );
+        assert_eq!(modified.object.field(def, "spec.nodeName"), Some("node-1"));
+        // The parsed form belongs to a state: the new state parses anew.
+        let second = cache
+            .lookup_shared("", "pods", Some("ns"), "p")
+            .ok_or(anyhow::anyhow!("not cached"))?;
+        assert_eq!(second.pointer("/spec/nodeName"), Some(&json!("node-1")));
+        assert_eq!(
+            second.pointer("/metadata/resourceVersion"),
+            Some(&json!(updated.to_string()))
+        );
+        let again = cache
+            .lookup_shared("", "pods", Some("ns"), "p")
+            .ok_or(anyhow::anyhow!("not cached"))?;
+        assert!(Arc::ptr_eq(&second, &again), "parsed once per state");
+
+        let deleted = store.delete(key.as_bytes(), Some(updated)).await?;
+        let gone = next(&mut subscription).await?;
+        assert_eq!(gone.kind, EventType::Deleted);
+        let prev = gone.prev.as_ref().ok_or(anyhow::anyhow!("no prev"))?;
+        assert!(Arc::ptr_eq(prev, &modified.object));
+        assert_eq!(
+            gone.object.json.as_ref(),
+            by_value(&stored("node-1")?, deleted.revision)
+        );
+        assert!(cache.lookup_shared("", "pods", Some("ns"), "p").is_none());
+        Ok(())
     }
 }

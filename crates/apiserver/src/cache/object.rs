@@ -1,10 +1,11 @@
 //! An object as the watch cache keeps it: its JSON (with `resourceVersion` set), ready to
 //! send as is, plus what selectors need without parsing it again.
 
+use super::shallow;
 use bytes::Bytes;
 use kyb_api::{ResourceDef, fields, meta};
-use serde_json::Value;
-use std::sync::Arc;
+use serde_json::{Map, Value};
+use std::sync::{Arc, OnceLock};
 
 #[derive(Debug)]
 pub struct CachedObject {
@@ -20,6 +21,8 @@ pub struct CachedObject {
     pub labels: Box<[(Box<str>, Box<str>)]>,
     /// The values of the kind's selectable fields, in [`fields::kind_fields`] order.
     pub fields: Box<[Box<str>]>,
+    /// The parsed object, once [`Self::shared_value`] was asked for it.
+    parsed: OnceLock<Arc<Value>>,
 }
 
 impl CachedObject {
@@ -30,11 +33,61 @@ impl CachedObject {
         value: &[u8],
         revision: u64,
     ) -> Result<Self, String> {
+        if let Some(object) = Self::from_stored_shallow(def, key, value, revision) {
+            return Ok(object);
+        }
         let mut object: Value =
             serde_json::from_slice(value).map_err(|e| format!("stored object is not JSON: {e}"))?;
         meta::metadata_mut(&mut object)
             .insert("resourceVersion".into(), revision.to_string().into());
         Self::from_value(def, key, &object, revision)
+    }
+
+    /// [`Self::from_stored`] without parsing the whole object, for values in the form the
+    /// API server writes them (see [`shallow`]); `None` for anything else.
+    fn from_stored_shallow(
+        def: &ResourceDef,
+        key: &[u8],
+        value: &[u8],
+        revision: u64,
+    ) -> Option<Self> {
+        let top = shallow::Entries::parse(value)?;
+        let json = shallow::with_resource_version(&top, revision)?;
+        let labels = top
+            .get("metadata")
+            .and_then(shallow::Entries::of)
+            .and_then(|metadata| metadata.get("labels"))
+            .and_then(|labels| serde_json::from_str::<Map<String, Value>>(labels.get()).ok())
+            .map(|labels| Self::label_pairs(&labels))
+            .unwrap_or_default();
+        let mut opened = Vec::new();
+        let fields = fields::kind_fields(def.group, def.kind)
+            .iter()
+            .map(|field| {
+                let value = fields::field_source(def.group, def.kind, field)
+                    .and_then(|path| shallow::at_path(&top, &mut opened, path));
+                fields::field_text(field, value.as_ref()).into()
+            })
+            .collect();
+        Some(Self {
+            key: String::from_utf8_lossy(key).into(),
+            namespaced: def.namespaced,
+            revision,
+            json: Bytes::from(json),
+            labels,
+            fields,
+            parsed: OnceLock::new(),
+        })
+    }
+
+    /// Labels as the cache keeps them: sorted pairs, non-string values as "".
+    fn label_pairs(labels: &Map<String, Value>) -> Box<[(Box<str>, Box<str>)]> {
+        let mut pairs: Vec<(Box<str>, Box<str>)> = labels
+            .iter()
+            .map(|(k, v)| (k.as_str().into(), v.as_str().unwrap_or_default().into()))
+            .collect();
+        pairs.sort();
+        pairs.into_boxed_slice()
     }
 
     /// Builds the cached form of an object whose `resourceVersion` is already `revision`.
@@ -49,14 +102,9 @@ impl CachedObject {
         // The cache keeps this for the object's lifetime: no spare capacity.
         json.shrink_to_fit();
         let key = String::from_utf8_lossy(key).into_owned();
-        let mut labels: Vec<(Box<str>, Box<str>)> = meta::labels(object)
-            .map(|l| {
-                l.iter()
-                    .map(|(k, v)| (k.as_str().into(), v.as_str().unwrap_or_default().into()))
-                    .collect()
-            })
+        let labels = meta::labels(object)
+            .map(Self::label_pairs)
             .unwrap_or_default();
-        labels.sort();
         let fields = fields::kind_fields(def.group, def.kind)
             .iter()
             .map(|f| {
@@ -70,8 +118,9 @@ impl CachedObject {
             namespaced: def.namespaced,
             revision,
             json: Bytes::from(json),
-            labels: labels.into_boxed_slice(),
+            labels,
             fields,
+            parsed: OnceLock::new(),
         })
     }
 
@@ -114,12 +163,21 @@ impl CachedObject {
         serde_json::from_slice(&self.json).map_err(|e| format!("cached object is not JSON: {e}"))
     }
 
+    /// The parsed object, parsed once and then kept with this state (a write makes a new
+    /// state): for the few objects read on every request of some kind, such as the
+    /// namespace and service account of each new pod. Not for objects read once, whose
+    /// parsed form would only take memory.
+    pub fn shared_value(&self) -> Result<Arc<Value>, String> {
+        if let Some(value) = self.parsed.get() {
+            return Ok(value.clone());
+        }
+        let value = Arc::new(self.value()?);
+        Ok(self.parsed.get_or_init(|| value).clone())
+    }
+
     /// The same object reported at another revision (a deletion's last state).
     pub fn at_revision(&self, def: &ResourceDef, revision: u64) -> Result<Self, String> {
-        let mut object = self.value()?;
-        meta::metadata_mut(&mut object)
-            .insert("resourceVersion".into(), revision.to_string().into());
-        Self::from_value(def, self.key.as_bytes(), &object, revision)
+        Self::from_stored(def, self.key.as_bytes(), &self.json, revision)
     }
 }
 

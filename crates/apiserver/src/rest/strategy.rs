@@ -122,7 +122,7 @@ pub async fn check_namespace(call: &Call<'_>) -> Result<(), Status> {
     let Some(found) = found else {
         return Err(Status::not_found("", "namespaces", namespace));
     };
-    let terminating = found.value().ok().is_some_and(|ns| {
+    let terminating = found.shared_value().ok().is_some_and(|ns| {
         meta::deletion_timestamp(&ns).is_some()
             || ns.pointer("/status/phase") == Some(&Value::from("Terminating"))
     });
@@ -234,12 +234,51 @@ fn update_generation(def: &ResourceDef, new: &mut Value, old: &Value) {
     }
 }
 
-/// Whether two states differ in anything but `resourceVersion`.
+/// Whether two states differ in anything but `resourceVersion` (a missing or non-object
+/// `metadata` counts as empty, as does a state that is not an object). Compares in place:
+/// this runs on every update.
 pub fn changed(new: &Value, old: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        meta::metadata_mut(&mut v).remove("resourceVersion");
-        v
-    };
-    strip(new) != strip(old)
+    fn fields(v: &Value) -> Option<&Map<String, Value>> {
+        v.as_object()
+    }
+    fn outside(m: Option<&Map<String, Value>>) -> impl Iterator<Item = (&String, &Value)> {
+        m.into_iter()
+            .flatten()
+            .filter(|(k, _)| k.as_str() != "metadata")
+    }
+    fn metadata(m: Option<&Map<String, Value>>) -> impl Iterator<Item = (&String, &Value)> {
+        m.and_then(|m| m.get("metadata"))
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| k.as_str() != "resourceVersion")
+    }
+    let (new, old) = (fields(new), fields(old));
+    !outside(new).eq(outside(old)) || !metadata(new).eq(metadata(old))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::changed;
+    use serde_json::json;
+
+    #[test]
+    fn changed_ignores_only_the_resource_version() {
+        let old = json!({"metadata": {"name": "a", "resourceVersion": "1"}, "spec": {"x": 1}});
+        let same = json!({"metadata": {"name": "a", "resourceVersion": "2"}, "spec": {"x": 1}});
+        assert!(!changed(&same, &old));
+        let spec = json!({"metadata": {"name": "a", "resourceVersion": "1"}, "spec": {"x": 2}});
+        assert!(changed(&spec, &old));
+        let label = json!({"metadata": {"name": "a", "labels": {"l": "v"}}, "spec": {"x": 1}});
+        assert!(changed(&label, &old));
+        let extra = json!({"metadata": {"name": "a"}, "spec": {"x": 1}, "status": {}});
+        assert!(changed(&extra, &old));
+        // No metadata, empty metadata and metadata with only a resourceVersion are alike.
+        let bare = json!({"spec": {"x": 1}});
+        let empty = json!({"metadata": {}, "spec": {"x": 1}});
+        let only_rv = json!({"metadata": {"resourceVersion": "9"}, "spec": {"x": 1}});
+        assert!(!changed(&bare, &empty));
+        assert!(!changed(&only_rv, &bare));
+        assert!(!changed(&json!("text"), &json!({"metadata": {}})));
+    }
 }

@@ -272,7 +272,9 @@ async fn binding(call: &Call<'_>, name: &str) -> Result<Response, Status> {
         }
         pod["spec"]["nodeName"] = node.clone().into();
         set_condition(&mut pod, "PodScheduled", "True");
-        managed::record(call, Some(current), &mut pod, Some("binding"))?;
+        // No managedFields entry: Kubernetes assigns the pod straight in storage
+        // (`BindingREST.setPodHostAndAnnotations`), past the field manager, so a binding
+        // leaves the pod's managedFields as they were.
         Ok(pod)
     })
     .await?;

@@ -303,11 +303,94 @@ pub fn set_revision(object: &mut Value, revision: Revision) {
     meta::metadata_mut(object).insert("resourceVersion".into(), revision.to_string().into());
 }
 
-/// The stored form: the object without its `resourceVersion` (storage tracks it).
+/// The stored form: the object without its `resourceVersion` (storage tracks it), always
+/// with a `metadata` object. Serialized in place, without copying the object.
 pub fn encode(object: &Value) -> Result<bytes::Bytes, Status> {
-    let mut object = object.clone();
-    meta::metadata_mut(&mut object).remove("resourceVersion");
-    serde_json::to_vec(&object)
+    serde_json::to_vec(&Stored(object))
         .map(Into::into)
         .map_err(|e| Status::internal(format!("encoding an object: {e}")))
+}
+
+/// An object as stored: see [`encode`].
+struct Stored<'a>(&'a Value);
+
+/// `metadata` without `resourceVersion` (empty when missing or not an object).
+struct StoredMetadata<'a>(Option<&'a serde_json::Map<String, Value>>);
+
+impl serde::Serialize for Stored<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let empty = serde_json::Map::new();
+        let fields = self.0.as_object().unwrap_or(&empty);
+        let metadata = StoredMetadata(fields.get("metadata").and_then(Value::as_object));
+        let len = fields.len() + usize::from(!fields.contains_key("metadata"));
+        let mut map = serializer.serialize_map(Some(len))?;
+        let mut metadata_written = false;
+        for (key, value) in fields {
+            // Keys come in order: a missing `metadata` goes where it sorts.
+            if !metadata_written && key.as_str() >= "metadata" {
+                map.serialize_entry("metadata", &metadata)?;
+                metadata_written = true;
+                if key == "metadata" {
+                    continue;
+                }
+            }
+            map.serialize_entry(key, value)?;
+        }
+        if !metadata_written {
+            map.serialize_entry("metadata", &metadata)?;
+        }
+        map.end()
+    }
+}
+
+impl serde::Serialize for StoredMetadata<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let entries = self
+            .0
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| *k != "resourceVersion");
+        let mut map = serializer.serialize_map(None)?;
+        for (key, value) in entries {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::encode;
+    use serde_json::{Value, json};
+
+    /// What `encode` must produce: the object cloned, metadata made an object, and the
+    /// resourceVersion removed.
+    fn by_copy(object: &Value) -> Vec<u8> {
+        let mut object = object.clone();
+        kyb_api::meta::metadata_mut(&mut object).remove("resourceVersion");
+        serde_json::to_vec(&object).unwrap_or_default()
+    }
+
+    #[test]
+    fn encode_drops_the_resource_version_in_place() {
+        for object in [
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "resourceVersion": "7", "uid": "u"}, "spec": {"a": [1, 2]}}),
+            json!({"apiVersion": "v1", "kind": "Pod", "spec": {}}),
+            json!({"kind": "X", "metadata": "not an object", "zzz": 1}),
+            json!({"a": 1}),
+            json!({"z": 1}),
+            json!({}),
+            json!([1, 2]),
+            json!({"metadata": {"resourceVersion": "1"}}),
+        ] {
+            let encoded = encode(&object).map(|b| b.to_vec()).unwrap_or_default();
+            assert_eq!(
+                String::from_utf8_lossy(&encoded),
+                String::from_utf8_lossy(&by_copy(&object)),
+                "{object}"
+            );
+        }
+    }
 }
