@@ -9,7 +9,7 @@
 
 mod follow;
 pub mod object;
-mod shallow;
+pub(crate) mod shallow;
 
 pub use follow::{Follower, follow};
 

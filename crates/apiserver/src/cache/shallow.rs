@@ -33,7 +33,7 @@ impl<'a> Entries<'a> {
 
     /// Whether the keys are strictly increasing: sorted and unique, as `serde_json` writes a
     /// `Value`'s maps.
-    fn canonical(&self) -> bool {
+    pub fn canonical(&self) -> bool {
         self.0.windows(2).all(|pair| pair[0].0 < pair[1].0)
     }
 }
@@ -94,96 +94,95 @@ impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
     }
 }
 
-/// The object `top` (read from a stored object) serialized with `metadata.resourceVersion`
-/// set to `revision`, in the order the keys sort; `None` unless `top` and its `metadata`
-/// (when present) are objects with sorted, unique keys.
-pub fn with_resource_version(top: &Entries<'_>, revision: u64) -> Option<Vec<u8>> {
-    if !top.canonical() {
-        return None;
+/// An object's entries to change and serialize again: kept as read (values as raw JSON)
+/// unless set or removed. Only for objects with sorted, unique keys, so that serializing
+/// gives what `serde_json` gives for the same `Value`.
+pub struct Edit<'a>(Vec<(Cow<'a, str>, Cow<'a, [u8]>)>);
+
+impl<'a> Edit<'a> {
+    /// The entries to edit; `None` unless their keys are sorted and unique.
+    pub fn of(entries: &Entries<'a>) -> Option<Self> {
+        entries.canonical().then(|| {
+            Self(
+                entries
+                    .0
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Cow::Borrowed(v.get().as_bytes())))
+                    .collect(),
+            )
+        })
     }
-    let metadata = match top.get("metadata") {
-        Some(raw) => Entries::of(raw).filter(Entries::canonical)?,
-        None => Entries(Vec::new()),
-    };
-    let revision = revision.to_string();
-    let size = top
-        .0
-        .iter()
-        .map(|(k, v)| k.len() + v.get().len() + 4)
-        .sum::<usize>()
-        + revision.len()
-        + 40;
-    let mut out = Vec::with_capacity(size);
-    out.push(b'{');
-    let mut first = true;
-    let mut metadata_written = false;
-    for (key, value) in &top.0 {
-        if !metadata_written && key.as_ref() >= "metadata" {
-            separate(&mut out, &mut first);
-            write_metadata(&mut out, &metadata, &revision);
-            metadata_written = true;
-            if key == "metadata" {
-                continue;
+
+    /// The object `raw` to edit; `None` unless it is an object with sorted, unique keys.
+    pub fn of_raw(raw: &'a RawValue) -> Option<Self> {
+        Self::of(&Entries::of(raw)?)
+    }
+
+    /// The raw JSON of `key`.
+    pub fn get(&self, key: &str) -> Option<&[u8]> {
+        let at = self.find(key).ok()?;
+        self.0.get(at).map(|(_, v)| v.as_ref())
+    }
+
+    /// Sets `key` to the JSON `value`, where the key sorts.
+    pub fn set(&mut self, key: &'a str, value: Vec<u8>) {
+        match self.find(key) {
+            Ok(at) => {
+                if let Some(entry) = self.0.get_mut(at) {
+                    entry.1 = Cow::Owned(value);
+                }
             }
+            Err(at) => self.0.insert(at, (Cow::Borrowed(key), Cow::Owned(value))),
         }
-        separate(&mut out, &mut first);
-        write_entry(&mut out, key, value.get());
     }
-    if !metadata_written {
-        separate(&mut out, &mut first);
-        write_metadata(&mut out, &metadata, &revision);
-    }
-    out.push(b'}');
-    Some(out)
-}
 
-fn write_metadata(out: &mut Vec<u8>, metadata: &Entries<'_>, revision: &str) {
-    write_key(out, "metadata");
-    out.push(b'{');
-    let mut first = true;
-    let mut written = false;
-    for (key, value) in &metadata.0 {
-        if key == "resourceVersion" {
-            continue;
+    pub fn remove(&mut self, key: &str) {
+        if let Ok(at) = self.find(key) {
+            self.0.remove(at);
         }
-        if !written && key.as_ref() > "resourceVersion" {
-            separate(out, &mut first);
-            write_revision(out, revision);
-            written = true;
+    }
+
+    fn find(&self, key: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(k, _)| k.as_ref().cmp(key))
+    }
+
+    /// The object serialized (compact).
+    pub fn to_json(&self) -> Vec<u8> {
+        let size = self
+            .0
+            .iter()
+            .map(|(k, v)| k.len() + v.len() + 4)
+            .sum::<usize>()
+            + 2;
+        let mut out = Vec::with_capacity(size);
+        out.push(b'{');
+        for (i, (key, value)) in self.0.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            // Escaped exactly as serde_json escapes keys; writing to a Vec cannot fail.
+            let _ = serde_json::to_writer(&mut out, key.as_ref());
+            out.push(b':');
+            out.extend_from_slice(value);
         }
-        separate(out, &mut first);
-        write_entry(out, key, value.get());
+        out.push(b'}');
+        out
     }
-    if !written {
-        separate(out, &mut first);
-        write_revision(out, revision);
-    }
-    out.push(b'}');
 }
 
-fn write_revision(out: &mut Vec<u8>, revision: &str) {
-    write_key(out, "resourceVersion");
-    out.push(b'"');
-    out.extend_from_slice(revision.as_bytes());
-    out.push(b'"');
-}
-
-fn separate(out: &mut Vec<u8>, first: &mut bool) {
-    if !*first {
-        out.push(b',');
-    }
-    *first = false;
-}
-
-fn write_entry(out: &mut Vec<u8>, key: &str, raw: &str) {
-    write_key(out, key);
-    out.extend_from_slice(raw.as_bytes());
-}
-
-fn write_key(out: &mut Vec<u8>, key: &str) {
-    // Escaped exactly as serde_json escapes keys; writing to a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, key);
-    out.push(b':');
+/// The object `top` (read from a stored object) serialized with `metadata.resourceVersion`
+/// set to `revision`; `None` unless `top` and its `metadata` (when present) are objects
+/// with sorted, unique keys.
+pub fn with_resource_version(top: &Entries<'_>, revision: u64) -> Option<Vec<u8>> {
+    let mut top = Edit::of(top)?;
+    let mut metadata = match top.get("metadata") {
+        Some(raw) => Edit::of(&Entries::parse(raw)?)?,
+        None => Edit(Vec::new()),
+    };
+    metadata.set("resourceVersion", format!("\"{revision}\"").into_bytes());
+    let metadata = metadata.to_json();
+    top.set("metadata", metadata);
+    Some(top.to_json())
 }
 
 /// The value at a dotted `path` below `top`, parsed; `None` where the path leaves objects
@@ -250,8 +249,7 @@ mod tests {
             json!({"kind": "Secret", "metadata": {"name": "q\"uote\\ \u{1} ünï"}, "data": {"k\"ey": "dmFs"}, "n": 1.5e300, "m": -3}),
         ] {
             let stored = serde_json::to_vec(&object).unwrap_or_default();
-            let top = Entries::parse(&stored);
-            let fast = top.as_ref().and_then(|t| with_resource_version(t, 42));
+            let fast = Entries::parse(&stored).and_then(|t| with_resource_version(&t, 42));
             assert_eq!(
                 fast.as_deref().map(String::from_utf8_lossy),
                 Some(String::from_utf8_lossy(&by_value(&stored, 42))),
@@ -268,10 +266,9 @@ mod tests {
             br#"{"metadata":{"name":"x","labels":{}}}"#,
             br#"{"metadata":"text"}"#,
         ] {
-            let top = Entries::parse(stored);
             assert!(
-                top.as_ref()
-                    .and_then(|t| with_resource_version(t, 1))
+                Entries::parse(stored)
+                    .and_then(|t| with_resource_version(&t, 1))
                     .is_none(),
                 "{}",
                 String::from_utf8_lossy(stored)

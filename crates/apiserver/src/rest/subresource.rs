@@ -6,6 +6,7 @@ use super::patch;
 use super::write::{self, guaranteed_update};
 use super::{Call, body, delete, managed, present, read, strategy};
 use crate::admission;
+use crate::cache::shallow;
 use crate::negotiation::{self, BodyFormat};
 use crate::request::Verb;
 use crate::response::{self, Response};
@@ -241,49 +242,139 @@ async fn binding(call: &Call<'_>, name: &str) -> Result<Response, Status> {
         .pointer("/metadata/annotations")
         .and_then(Value::as_object)
         .cloned();
-    guaranteed_update(call, name, None, |current| {
-        if meta::deletion_timestamp(current).is_some() {
-            return Err(Status::conflict(
-                "",
-                "pods",
-                name,
-                &format!("pod {name} is being deleted, cannot be assigned to a host"),
-            ));
-        }
-        if let Some(assigned) = current
-            .pointer("/spec/nodeName")
-            .and_then(Value::as_str)
-            .filter(|n| !n.is_empty())
-        {
-            return Err(Status::conflict(
-                "",
-                "pods",
-                name,
-                &format!("pod {name} is already assigned to node {assigned:?}"),
-            ));
-        }
-        let mut pod = current.clone();
-        if let Some(annotations) = &annotations {
-            let metadata = meta::metadata_mut(&mut pod);
-            let existing = metadata.entry("annotations").or_insert_with(|| json!({}));
-            for (k, v) in annotations {
-                existing[k] = v.clone();
+    let bound = match annotations {
+        None => bind_in_place(call, name, &node).await?,
+        Some(_) => None,
+    };
+    if bound.is_none() {
+        guaranteed_update(call, name, None, |current| {
+            check_bindable(name, current)?;
+            let mut pod = current.clone();
+            if let Some(annotations) = &annotations {
+                let metadata = meta::metadata_mut(&mut pod);
+                let existing = metadata.entry("annotations").or_insert_with(|| json!({}));
+                for (k, v) in annotations {
+                    existing[k] = v.clone();
+                }
             }
-        }
-        pod["spec"]["nodeName"] = node.clone().into();
-        set_condition(&mut pod, "PodScheduled", "True");
-        // No managedFields entry: Kubernetes assigns the pod straight in storage
-        // (`BindingREST.setPodHostAndAnnotations`), past the field manager, so a binding
-        // leaves the pod's managedFields as they were.
-        Ok(pod)
-    })
-    .await?;
+            pod["spec"]["nodeName"] = node.clone().into();
+            set_condition(&mut pod, "PodScheduled", "True");
+            // No managedFields entry: Kubernetes assigns the pod straight in storage
+            // (`BindingREST.setPodHostAndAnnotations`), past the field manager, so a binding
+            // leaves the pod's managedFields as they were.
+            Ok(pod)
+        })
+        .await?;
+    }
     Ok(response::json(
         StatusCode::CREATED,
         &json!({
             "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201
         }),
     ))
+}
+
+/// A pod may be bound only once, and not while it is being deleted.
+fn check_bindable(name: &str, pod: &Value) -> Result<(), Status> {
+    if meta::deletion_timestamp(pod).is_some() {
+        return Err(Status::conflict(
+            "",
+            "pods",
+            name,
+            &format!("pod {name} is being deleted, cannot be assigned to a host"),
+        ));
+    }
+    if let Some(assigned) = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+    {
+        return Err(Status::conflict(
+            "",
+            "pods",
+            name,
+            &format!("pod {name} is already assigned to node {assigned:?}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Binds a pod (without annotations to merge) by editing its stored JSON rather than
+/// parsing it: the scheduler binds every pod, and the pod is written back whole. The
+/// outcome is the one [`guaranteed_update`] gives on the parsed pod. `None` (nothing
+/// written) when the pod is not in the form the API server stores objects in: then the
+/// caller binds the parsed pod.
+async fn bind_in_place(call: &Call<'_>, name: &str, node: &str) -> Result<Option<()>, Status> {
+    let key = call.key(name);
+    let dry_run = call.query.dry_run()?;
+    let current = read::read_object(call, name).await?;
+    let (mut stored, mut revision) = (current.json.clone(), current.revision);
+    drop(current);
+    for _ in 0..64 {
+        let Some(bound) = bound_pod(name, &stored, node)? else {
+            return Ok(None);
+        };
+        if dry_run {
+            return Ok(Some(()));
+        }
+        match call
+            .server
+            .store
+            .update(key.as_bytes(), bound.into(), revision)
+            .await
+        {
+            Ok(_) => return Ok(Some(())),
+            Err(kyb_storage::Error::Conflict {
+                current: latest, ..
+            }) => {
+                stored = latest.value;
+                revision = latest.mod_revision;
+            }
+            Err(kyb_storage::Error::NotFound { .. }) => return Err(call.not_found(name)),
+            Err(other) => return Err(crate::server::storage_error(other)),
+        }
+    }
+    Err(write::too_many_conflicts())
+}
+
+/// The stored form of the pod in `json` (stored, or cached with its resourceVersion) bound
+/// to `node`; `None` unless its top level, metadata and spec are objects with sorted,
+/// unique keys and it has a status (see [`shallow`]).
+fn bound_pod(name: &str, json: &[u8], node: &str) -> Result<Option<Vec<u8>>, Status> {
+    let Some(bound) = (|| {
+        let top = shallow::Entries::parse(json)?;
+        let mut pod = shallow::Edit::of(&top)?;
+        let mut metadata = shallow::Edit::of_raw(top.get("metadata")?)?;
+        let mut spec = shallow::Edit::of_raw(top.get("spec")?)?;
+        let status: Value = serde_json::from_str(top.get("status")?.get()).ok()?;
+        // What the checks read, as the parsed pod would show it.
+        let field = |object: &shallow::Edit<'_>, key: &str| -> Option<Option<Value>> {
+            match object.get(key) {
+                Some(raw) => serde_json::from_slice(raw).ok().map(Some),
+                None => Some(None),
+            }
+        };
+        let mut shown = json!({"metadata": {}, "spec": {}});
+        if let Some(deletion) = field(&metadata, "deletionTimestamp")? {
+            shown["metadata"]["deletionTimestamp"] = deletion;
+        }
+        if let Some(assigned) = field(&spec, "nodeName")? {
+            shown["spec"]["nodeName"] = assigned;
+        }
+        let mut holder = json!({ "status": status });
+        set_condition(&mut holder, "PodScheduled", "True");
+        metadata.remove("resourceVersion");
+        spec.set("nodeName", serde_json::to_vec(node).ok()?);
+        pod.set("metadata", metadata.to_json());
+        pod.set("spec", spec.to_json());
+        pod.set("status", serde_json::to_vec(&holder["status"]).ok()?);
+        Some((shown, pod.to_json()))
+    })() else {
+        return Ok(None);
+    };
+    let (shown, pod) = bound;
+    check_bindable(name, &shown)?;
+    Ok(Some(pod))
 }
 
 /// Admission of a subresource that is a create of its own kind (binding, eviction, token):
@@ -416,4 +507,92 @@ async fn finalize(call: &Call<'_>, name: &str) -> Result<Response, Status> {
     })
     .await?;
     present::stored_value(call, &updated, StatusCode::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The binding as the parsed path does it, stored.
+    fn bound_by_value(name: &str, pod: &Value, node: &str) -> Result<Vec<u8>, Status> {
+        check_bindable(name, pod)?;
+        let mut pod = pod.clone();
+        pod["spec"]["nodeName"] = node.into();
+        set_condition(&mut pod, "PodScheduled", "True");
+        Ok(write::encode(&pod)?.to_vec())
+    }
+
+    /// The bytes with transition times blanked (the two paths may straddle a second).
+    fn timeless(json: &[u8]) -> String {
+        let text = String::from_utf8_lossy(json).into_owned();
+        let marker = "\"lastTransitionTime\":\"";
+        let mut out = String::new();
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find(marker) {
+            let (head, tail) = rest.split_at(at + marker.len());
+            out.push_str(head);
+            out.push('…');
+            rest = tail
+                .split_once('"')
+                .map(|(_, after)| after)
+                .unwrap_or_default();
+            out.push('"');
+        }
+        out.push_str(rest);
+        out
+    }
+
+    #[test]
+    fn binding_in_place_writes_what_binding_the_parsed_pod_writes() {
+        let pending = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "resourceVersion": "5",
+                "labels": {"app": "x"}, "managedFields": [{"manager": "m", "operation": "Update"}]},
+            "spec": {"containers": [{"name": "c", "image": "i"}], "schedulerName": "default-scheduler"},
+            "status": {"phase": "Pending", "qosClass": "BestEffort"}});
+        let mut unschedulable = pending.clone();
+        unschedulable["status"]["conditions"] = json!([{"type": "PodScheduled", "status": "False",
+            "reason": "Unschedulable", "lastProbeTime": null, "lastTransitionTime": "2026-01-01T00:00:00Z"}]);
+        let mut empty_node = pending.clone();
+        empty_node["spec"]["nodeName"] = json!("");
+        let mut odd_status = pending.clone();
+        odd_status["status"] = json!("text");
+        for pod in [&pending, &unschedulable, &empty_node, &odd_status] {
+            let stored = serde_json::to_vec(pod).unwrap_or_default();
+            let fast = bound_pod("p", &stored, "node-\"1\"").ok().flatten();
+            let slow = bound_by_value("p", pod, "node-\"1\"").ok();
+            assert_eq!(
+                fast.as_deref().map(timeless),
+                slow.as_deref().map(timeless),
+                "{pod}"
+            );
+        }
+
+        let mut assigned = pending.clone();
+        assigned["spec"]["nodeName"] = json!("other");
+        let mut deleting = pending.clone();
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        for pod in [&assigned, &deleting] {
+            let stored = serde_json::to_vec(pod).unwrap_or_default();
+            let fast = bound_pod("p", &stored, "n")
+                .map(|_| ())
+                .err()
+                .map(|s| s.message);
+            let slow = bound_by_value("p", pod, "n")
+                .map(|_| ())
+                .err()
+                .map(|s| s.message);
+            assert!(fast.is_some());
+            assert_eq!(fast, slow);
+        }
+
+        // Not in the stored form, or without a status: left to the parsed path.
+        let mut no_status = pending.clone();
+        if let Some(fields) = no_status.as_object_mut() {
+            fields.remove("status");
+        }
+        let unsorted = br#"{"spec":{},"metadata":{"name":"p"},"status":{}}"#.to_vec();
+        for stored in [serde_json::to_vec(&no_status).unwrap_or_default(), unsorted] {
+            assert!(matches!(bound_pod("p", &stored, "n"), Ok(None)));
+        }
+    }
 }
