@@ -2,8 +2,9 @@
 //! rely on: `kyb server --data-dir DIR --bind-address IP --port N [--etcd-endpoints URL,…]`.
 
 use clap::{Args, Parser, Subcommand};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -33,6 +34,8 @@ pub enum Command {
     Apiserver(ServerArgs),
     /// Run the scheduler alone, as a client of an API server.
     Scheduler(SchedulerArgs),
+    /// Run the controller manager alone, as a client of an API server.
+    ControllerManager(ControllerManagerArgs),
     /// Print the version.
     Version,
 }
@@ -82,6 +85,125 @@ pub struct ServerArgs {
     /// Size in MiB at which the audit log is rotated (0: 100).
     #[arg(long, default_value_t = 0, value_name = "MIB")]
     pub audit_log_maxsize: u64,
+
+    /// Where the in-process controller manager serves /metrics (off unless given).
+    #[arg(long, value_name = "IP:PORT")]
+    pub controller_manager_metrics_address: Option<SocketAddr>,
+
+    #[command(flatten)]
+    pub controllers: ControllerArgs,
+}
+
+/// What the controllers do (kube-controller-manager's flags of the same names).
+#[derive(Clone, Debug, Args)]
+pub struct ControllerArgs {
+    /// Controllers to run: `*` for the default set, names to add, `-name` to leave out.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "*",
+        value_name = "NAME,…"
+    )]
+    pub controllers: Vec<String>,
+
+    /// How long a node may go without renewing its Lease before it is marked unhealthy.
+    #[arg(long, default_value = "40s", value_parser = parse_duration, value_name = "DURATION")]
+    pub node_monitor_grace_period: Duration,
+
+    /// How often node health is checked.
+    #[arg(long, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
+    pub node_monitor_period: Duration,
+
+    /// The cluster's pod network, from which each node gets a pod CIDR.
+    #[arg(long, default_value = "10.42.0.0/16", value_name = "CIDR")]
+    pub cluster_cidr: String,
+
+    /// The prefix length of each node's pod CIDR.
+    #[arg(long, default_value_t = 24, value_name = "BITS")]
+    pub node_cidr_mask_size: u8,
+
+    /// Give nodes pod CIDRs from --cluster-cidr.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub allocate_node_cidrs: bool,
+
+    /// Workers per controller.
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub concurrent_syncs: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct ControllerManagerArgs {
+    /// How to reach the API server (and as whom).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: PathBuf,
+
+    /// Compete for the kube-system/kube-controller-manager lease so only one manager acts.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub leader_elect: bool,
+
+    /// How long a leader's lease lasts without renewal before another may take it.
+    #[arg(long, default_value = "15s", value_parser = parse_duration, value_name = "DURATION")]
+    pub leader_elect_lease_duration: Duration,
+
+    /// How long the leader keeps trying to renew before it gives up leading.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    pub leader_elect_renew_deadline: Duration,
+
+    /// How often candidates try to acquire or renew the lease.
+    #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    pub leader_elect_retry_period: Duration,
+
+    /// Where /metrics and /healthz are served (`off` for nowhere).
+    #[arg(long, default_value = "127.0.0.1:10257", value_name = "IP:PORT")]
+    pub metrics_bind_address: String,
+
+    /// Requests per second to the API server, sustained.
+    #[arg(long, default_value_t = 1000.0, value_name = "QPS")]
+    pub kube_api_qps: f64,
+
+    /// Requests to the API server allowed in a burst.
+    #[arg(long, default_value_t = 2000, value_name = "N")]
+    pub kube_api_burst: u32,
+
+    /// The cluster CA to publish as `kube-root-ca.crt` [default: the kubeconfig's CA].
+    #[arg(long, value_name = "FILE")]
+    pub root_ca_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub controllers: ControllerArgs,
+}
+
+/// A Go-style duration: `40s`, `5m`, `1h30m`, `500ms` (a bare number is seconds).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    if let Ok(seconds) = text.parse::<f64>() {
+        return Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string());
+    }
+    let mut total = 0f64;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(|| format!("missing unit in duration {text:?}"))?;
+        let number: f64 = rest[..digits]
+            .parse()
+            .map_err(|_| format!("invalid duration {text:?}"))?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            unit => return Err(format!("unknown unit {unit:?} in duration {text:?}")),
+        };
+        total += number * scale;
+        rest = &rest[unit_len..];
+    }
+    Duration::try_from_secs_f64(total).map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Args)]
@@ -127,6 +249,16 @@ mod tests {
         assert_eq!(args.port, 7443);
         assert_eq!(args.bind_address.to_string(), "127.0.0.1");
         assert_eq!(args.etcd_endpoints.len(), 2);
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("40s"), Ok(Duration::from_secs(40)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert!(parse_duration("3x").is_err());
+        assert!(parse_duration("s").is_err());
     }
 
     #[test]

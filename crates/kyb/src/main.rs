@@ -6,6 +6,7 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod cli;
+mod controller_manager;
 mod identities;
 mod logging;
 mod scheduler;
@@ -24,6 +25,7 @@ fn main() -> std::process::ExitCode {
         cli::Command::Server(args) => run_async(server::run(args, cli.data_dir, true)),
         cli::Command::Apiserver(args) => run_async(server::run(args, cli.data_dir, false)),
         cli::Command::Scheduler(args) => run_async(scheduler::run(args)),
+        cli::Command::ControllerManager(args) => run_async(controller_manager::run(args)),
     };
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -109,6 +109,22 @@ pub async fn run(
                             tracing::error!(error = %format!("{error:#}"), "cannot start the scheduler");
                         }
                     });
+                    let kubeconfig = dir.join("controller-manager.kubeconfig");
+                    let controllers = args.controllers.clone();
+                    let metrics = args.controller_manager_metrics_address;
+                    let ca = pki.ca_pem().to_string();
+                    tokio::spawn(async move {
+                        if let Err(error) = crate::controller_manager::start_in_process(
+                            &kubeconfig,
+                            &controllers,
+                            metrics,
+                            &ca,
+                        )
+                        .await
+                        {
+                            tracing::error!(error = %format!("{error:#}"), "cannot start the controller manager");
+                        }
+                    });
                 }
                 // Printed before the readiness line, which scripts and tests wait for.
                 println!("export KUBECONFIG={}", kubeconfig.display());

@@ -16,12 +16,11 @@ pub mod client;
 pub mod config;
 pub mod framework;
 pub mod informers;
-pub mod leader;
 pub mod plugins;
 pub mod queue;
 pub mod run;
 pub mod schedule;
 pub mod scheduler;
-pub mod slim;
 
+pub use kyb_runtime::{leader, slim};
 pub use run::{RunError, run};

@@ -12,6 +12,7 @@ mod client;
 mod cluster;
 mod http;
 mod kubectl;
+mod kubelet;
 mod patch;
 mod policies;
 mod scheduling;

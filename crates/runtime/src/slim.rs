@@ -1,5 +1,5 @@
-//! Objects as the scheduler's informers read them: everything but
-//! `metadata.managedFields`, which the scheduler never looks at and which costs as much to
+//! Objects as informers read them: everything but `metadata.managedFields`, which no
+//! controller or scheduler looks at and which costs as much to
 //! parse (and to keep, for every cached Node and Pod) as the rest of the metadata together.
 //! [`Slim`] wraps a Kubernetes type, deserializes it skipping that field, and is a
 //! resource of the same kind for kube-rs (`Api<Slim<Pod>>`).
@@ -84,32 +84,44 @@ pub trait FromParts: Sized {
     ) -> Self;
 }
 
-impl FromParts for Pod {
-    type Spec = PodSpec;
-    type Status = PodStatus;
-    fn from_parts(metadata: ObjectMeta, spec: Option<PodSpec>, status: Option<PodStatus>) -> Pod {
-        Pod {
-            metadata,
-            spec,
-            status,
+/// `FromParts` for kinds made of metadata, an optional spec and an optional status.
+macro_rules! from_parts {
+    ($($kind:ty => $spec:ty, $status:ty;)*) => {$(
+        impl FromParts for $kind {
+            type Spec = $spec;
+            type Status = $status;
+            fn from_parts(metadata: ObjectMeta, spec: Option<$spec>, status: Option<$status>) -> $kind {
+                Self {
+                    metadata,
+                    spec,
+                    status,
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl FromParts for Node {
-    type Spec = NodeSpec;
-    type Status = NodeStatus;
-    fn from_parts(
-        metadata: ObjectMeta,
-        spec: Option<NodeSpec>,
-        status: Option<NodeStatus>,
-    ) -> Node {
-        Node {
-            metadata,
-            spec,
-            status,
-        }
-    }
+use k8s_openapi::api::{
+    apps::v1 as apps, autoscaling::v2 as autoscaling, batch::v1 as batch, core::v1 as core,
+    policy::v1 as policy,
+};
+from_parts! {
+    Pod => PodSpec, PodStatus;
+    Node => NodeSpec, NodeStatus;
+    core::Namespace => core::NamespaceSpec, core::NamespaceStatus;
+    core::Service => core::ServiceSpec, core::ServiceStatus;
+    core::ReplicationController => core::ReplicationControllerSpec, core::ReplicationControllerStatus;
+    core::PersistentVolume => core::PersistentVolumeSpec, core::PersistentVolumeStatus;
+    core::PersistentVolumeClaim => core::PersistentVolumeClaimSpec, core::PersistentVolumeClaimStatus;
+    core::ResourceQuota => core::ResourceQuotaSpec, core::ResourceQuotaStatus;
+    apps::Deployment => apps::DeploymentSpec, apps::DeploymentStatus;
+    apps::ReplicaSet => apps::ReplicaSetSpec, apps::ReplicaSetStatus;
+    apps::StatefulSet => apps::StatefulSetSpec, apps::StatefulSetStatus;
+    apps::DaemonSet => apps::DaemonSetSpec, apps::DaemonSetStatus;
+    batch::Job => batch::JobSpec, batch::JobStatus;
+    batch::CronJob => batch::CronJobSpec, batch::CronJobStatus;
+    policy::PodDisruptionBudget => policy::PodDisruptionBudgetSpec, policy::PodDisruptionBudgetStatus;
+    autoscaling::HorizontalPodAutoscaler => autoscaling::HorizontalPodAutoscalerSpec, autoscaling::HorizontalPodAutoscalerStatus;
 }
 
 impl<'de, K: FromParts> Deserialize<'de> for Slim<K> {

@@ -1,0 +1,109 @@
+//! Runs the enabled controllers over one set of shared informers: after winning the
+//! `kube-system/kube-controller-manager` Lease when leader election is on (losing it ends
+//! the manager, as kube-controller-manager exits), with `/metrics` served when an address
+//! is given.
+
+use crate::clock::{Clock, RealClock};
+use crate::context::Context;
+use crate::credentials::Clients;
+use crate::options::Options;
+use anyhow::Context as _;
+use kyb_runtime::informer::SharedInformers;
+use kyb_runtime::leader::Election;
+use kyb_runtime::metrics::Registry;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the manager runs.
+pub struct Config {
+    pub options: Options,
+    /// Compete for the lease first (`--leader-elect`); `None` runs at once.
+    pub leader_election: Option<Election>,
+    /// Where to serve `/metrics` and `/healthz` (`--metrics-bind-address`).
+    pub metrics_address: Option<SocketAddr>,
+    /// The clock controllers read (the real one but in tests).
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Config {
+    /// Kubernetes' defaults, leader election off.
+    pub fn new(options: Options) -> Config {
+        Config {
+            options,
+            leader_election: None,
+            metrics_address: None,
+            clock: Arc::new(RealClock),
+        }
+    }
+}
+
+/// The lease kube-controller-manager competes for, with its default timings (15 s
+/// lease, 10 s renew deadline, 2 s retry period).
+pub fn default_election(identity: &str) -> Election {
+    Election {
+        namespace: "kube-system".to_string(),
+        name: "kube-controller-manager".to_string(),
+        identity: identity.to_string(),
+        lease_duration: Duration::from_secs(15),
+        renew_deadline: Duration::from_secs(10),
+        retry_period: Duration::from_secs(2),
+    }
+}
+
+/// Runs the manager until leadership is lost (an error) or forever.
+pub async fn run(clients: Clients, config: Config) -> anyhow::Result<()> {
+    let client = clients.base().clone();
+    let registry = Arc::new(Registry::default());
+    if let Some(address) = config.metrics_address {
+        let bound = kyb_runtime::serve::serve(address, registry.clone())
+            .await
+            .context("serving metrics")?;
+        tracing::info!(address = %bound, "controller manager metrics");
+    }
+    let mut leading = None;
+    if let Some(election) = config.leader_election {
+        let (tx, mut rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(election.run(client.clone(), tx));
+        tracing::info!("waiting to become the leader");
+        rx.wait_for(|l| *l)
+            .await
+            .context("leader election stopped")?;
+        leading = Some(rx);
+    }
+    let informers = SharedInformers::new(client.clone());
+    let context = Arc::new(Context {
+        client,
+        clients,
+        informers: informers.clone(),
+        registry,
+        clock: config.clock,
+        options: config.options,
+    });
+    let mut started = vec![];
+    for controller in crate::controllers::all() {
+        if !context.options.enabled(
+            controller.name,
+            controller.aliases,
+            controller.on_by_default,
+        ) {
+            continue;
+        }
+        started.push(controller.name);
+        let context = context.clone();
+        tokio::spawn(async move {
+            if let Err(error) = (controller.start)(context).await {
+                tracing::error!(controller = controller.name, error = %format!("{error:#}"), "controller stopped");
+            }
+        });
+    }
+    informers.start();
+    tracing::info!(controllers = ?started, "controllers started");
+    match leading {
+        Some(mut rx) => {
+            let _ = rx.wait_for(|l| !*l).await;
+            anyhow::bail!("leaderelection lost")
+        }
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,145 @@
+//! Controller references (`metadata.ownerReferences` with `controller: true`): building
+//! them, finding an object's controller, and claiming objects for a controller as
+//! Kubernetes' `ControllerRefManager` does — adopt matching orphans, release owned objects
+//! that no longer match, ignore objects another controller owns.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{Api, Patch, PatchParams};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use std::fmt::Debug;
+
+/// The controller reference of `meta`, if any.
+pub fn controller_of(meta: &ObjectMeta) -> Option<&OwnerReference> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true))
+}
+
+/// The controller reference `owner` puts on what it creates (`controller` and
+/// `blockOwnerDeletion` true).
+pub fn controller_reference<K: kube::Resource<DynamicType = ()>>(owner: &K) -> OwnerReference {
+    let meta = owner.meta();
+    OwnerReference {
+        api_version: K::api_version(&()).to_string(),
+        kind: K::kind(&()).to_string(),
+        name: meta.name.clone().unwrap_or_default(),
+        uid: meta.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// What claiming decides for one candidate object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// Owned by this controller and still selected: keep.
+    Owned,
+    /// An orphan the selector matches: adopt it (unless the owner is being deleted).
+    Adopt,
+    /// Owned but no longer selected: release it.
+    Release,
+    /// Not ours (another controller's, or unselected orphan).
+    Ignore,
+}
+
+/// Decides what to do with `object` for the owner whose UID is `owner_uid`, given whether
+/// the owner's selector matches it.
+pub fn claim(owner_uid: &str, object: &ObjectMeta, selected: bool) -> Claim {
+    match controller_of(object) {
+        Some(r) if r.uid == owner_uid => {
+            if selected {
+                Claim::Owned
+            } else {
+                Claim::Release
+            }
+        }
+        Some(_) => Claim::Ignore,
+        None if selected && object.deletion_timestamp.is_none() => Claim::Adopt,
+        None => Claim::Ignore,
+    }
+}
+
+/// Adds `reference` as `object`'s controller (a merge patch guarded by the object's UID
+/// and resourceVersion, so a concurrent change makes it fail with 409 rather than clobber
+/// another owner).
+pub async fn adopt<K>(
+    api: &Api<K>,
+    object: &ObjectMeta,
+    reference: &OwnerReference,
+) -> kube::Result<K>
+where
+    K: kube::Resource + Clone + DeserializeOwned + Debug,
+{
+    let mut references = object.owner_references.clone().unwrap_or_default();
+    references.retain(|r| r.uid != reference.uid);
+    references.push(reference.clone());
+    let patch = json!({"metadata": {
+        "ownerReferences": references,
+        "uid": object.uid,
+        "resourceVersion": object.resource_version,
+    }});
+    api.patch(
+        object.name.as_deref().unwrap_or_default(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+}
+
+/// Removes the owner `owner_uid` from `object`'s references (guarded as [`adopt`]).
+pub async fn release<K>(api: &Api<K>, object: &ObjectMeta, owner_uid: &str) -> kube::Result<K>
+where
+    K: kube::Resource + Clone + DeserializeOwned + Debug,
+{
+    let mut references = object.owner_references.clone().unwrap_or_default();
+    references.retain(|r| r.uid != owner_uid);
+    let references = if references.is_empty() {
+        serde_json::Value::Null
+    } else {
+        json!(references)
+    };
+    let patch = json!({"metadata": {
+        "ownerReferences": references,
+        "uid": object.uid,
+        "resourceVersion": object.resource_version,
+    }});
+    api.patch(
+        object.name.as_deref().unwrap_or_default(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn meta(owner: Option<&str>, deleting: bool) -> ObjectMeta {
+        serde_json::from_value(serde_json::json!({
+            "name": "p",
+            "ownerReferences": owner.map(|uid| vec![serde_json::json!({
+                "apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": uid,
+                "controller": true,
+            })]),
+            "deletionTimestamp": if deleting { Some("2026-01-01T00:00:00Z") } else { None },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn claims() {
+        assert_eq!(claim("me", &meta(Some("me"), false), true), Claim::Owned);
+        assert_eq!(claim("me", &meta(Some("me"), false), false), Claim::Release);
+        assert_eq!(
+            claim("me", &meta(Some("other"), false), true),
+            Claim::Ignore
+        );
+        assert_eq!(claim("me", &meta(None, false), true), Claim::Adopt);
+        assert_eq!(claim("me", &meta(None, true), true), Claim::Ignore);
+        assert_eq!(claim("me", &meta(None, false), false), Claim::Ignore);
+    }
+}

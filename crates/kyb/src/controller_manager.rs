@@ -1,0 +1,142 @@
+//! `kyb controller-manager --kubeconfig …` (the controller manager alone, with leader
+//! election), and the controller manager `kyb server` runs in-process with its own
+//! identity (`<data-dir>/components/controller-manager.kubeconfig`).
+
+use crate::cli::{ControllerArgs, ControllerManagerArgs};
+use anyhow::Context as _;
+use kyb_controllers::credentials::Clients;
+use kyb_controllers::manager::{self, Config};
+use kyb_controllers::options::Options;
+use kyb_runtime::client::ClientOptions;
+use std::net::SocketAddr;
+use std::path::Path;
+
+/// The controllers' options from their flags.
+fn options(args: &ControllerArgs, root_ca_pem: Option<String>) -> Options {
+    Options {
+        controllers: args.controllers.clone(),
+        node_monitor_grace_period: args.node_monitor_grace_period,
+        node_monitor_period: args.node_monitor_period,
+        cluster_cidr: args.cluster_cidr.clone(),
+        node_cidr_mask_size: args.node_cidr_mask_size,
+        allocate_node_cidrs: args.allocate_node_cidrs,
+        workers: args.concurrent_syncs.max(1),
+        root_ca_pem,
+        ..Options::default()
+    }
+}
+
+/// The CA of the kubeconfig's current cluster, as PEM.
+fn kubeconfig_ca(kubeconfig: &Path) -> Option<String> {
+    let file = kube::config::Kubeconfig::read_from(kubeconfig).ok()?;
+    let cluster = file.clusters.first()?.cluster.as_ref()?;
+    let data = cluster.certificate_authority_data.as_deref()?;
+    let decoded = base64_decode(data)?;
+    String::from_utf8(decoded).ok()
+}
+
+/// Standard base64 (what kubeconfigs hold), without a dependency for one field.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => u32::from(c - b'A'),
+            b'a'..=b'z' => u32::from(c - b'a') + 26,
+            b'0'..=b'9' => u32::from(c - b'0') + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        })
+    };
+    let bytes: Vec<u8> = text
+        .bytes()
+        .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
+        .collect();
+    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
+    for chunk in bytes.chunks(4) {
+        let mut n = 0u32;
+        for (i, c) in chunk.iter().enumerate() {
+            n |= value(*c)? << (18 - 6 * i);
+        }
+        let [_, a, b, c] = n.to_be_bytes();
+        out.push(a);
+        if chunk.len() > 2 {
+            out.push(b);
+        }
+        if chunk.len() > 3 {
+            out.push(c);
+        }
+    }
+    Some(out)
+}
+
+pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
+    let clients = Clients::per_controller(
+        kyb_runtime::client::config_from_kubeconfig(&args.kubeconfig).await?,
+        ClientOptions {
+            qps: args.kube_api_qps,
+            burst: args.kube_api_burst,
+        },
+    )?;
+    let root_ca = match &args.root_ca_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+        ),
+        None => kubeconfig_ca(&args.kubeconfig),
+    };
+    let mut config = Config::new(options(&args.controllers, root_ca));
+    if args.leader_elect {
+        let mut election = manager::default_election(&crate::scheduler::identity());
+        election.lease_duration = args.leader_elect_lease_duration;
+        election.renew_deadline = args.leader_elect_renew_deadline;
+        election.retry_period = args.leader_elect_retry_period;
+        config.leader_election = Some(election);
+    }
+    config.metrics_address = match args.metrics_bind_address.as_str() {
+        "" | "0" | "off" => None,
+        address => Some(
+            address
+                .parse::<SocketAddr>()
+                .with_context(|| format!("--metrics-bind-address {address}"))?,
+        ),
+    };
+    tracing::info!("controller manager starting");
+    tokio::select! {
+        result = manager::run(clients, config) => result.context("running the controller manager"),
+        () = crate::server::shutdown_signal() => Ok(()),
+    }
+}
+
+/// Starts the in-process controller manager of `kyb server` (no leader election: the
+/// process holds the only API server).
+pub async fn start_in_process(
+    kubeconfig: &Path,
+    args: &ControllerArgs,
+    metrics_address: Option<SocketAddr>,
+    root_ca_pem: &str,
+) -> anyhow::Result<()> {
+    let clients = Clients::per_controller(
+        kyb_runtime::client::config_from_kubeconfig(kubeconfig).await?,
+        ClientOptions::default(),
+    )?;
+    let mut config = Config::new(options(args, Some(root_ca_pem.to_string())));
+    config.metrics_address = metrics_address;
+    tokio::spawn(async move {
+        if let Err(error) = manager::run(clients, config).await {
+            tracing::error!(error = %format!("{error:#}"), "the controller manager stopped");
+        }
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_base64() {
+        assert_eq!(base64_decode("aGVsbG8="), Some(b"hello".to_vec()));
+        assert_eq!(base64_decode("aGVsbG8h"), Some(b"hello!".to_vec()));
+        assert_eq!(base64_decode("aGk="), Some(b"hi".to_vec()));
+        assert_eq!(base64_decode("a$"), None);
+    }
+}

@@ -1,0 +1,22 @@
+//! Client-side machinery the components (scheduler, controller manager) share:
+//!
+//! - [`informer`]: shared informers — one list+watch per kind, a store with secondary
+//!   indexes, change handlers ([`informer::SharedInformers`], [`informer::Informer`]).
+//! - [`queue`]: rate-limited, deduplicating work queues ([`queue::WorkQueue`]).
+//! - [`controller`]: the reconcile loop over a queue ([`controller::Reconciler`],
+//!   [`controller::Controller`]).
+//! - [`client`]: the API client with a client-side rate limit and retries.
+//! - [`leader`]: leader election through a Lease.
+//! - [`events`]: Events as `kubectl describe` shows them ([`events::Recorder`]).
+//! - [`metrics`] and [`serve`]: Prometheus metrics on `/metrics`.
+//! - [`slim`]: objects read without `managedFields`.
+
+pub mod client;
+pub mod controller;
+pub mod events;
+pub mod informer;
+pub mod leader;
+pub mod metrics;
+pub mod queue;
+pub mod serve;
+pub mod slim;
