@@ -2,12 +2,14 @@
 //! count and the command line, as markdown ready for BENCHMARKS.md.
 //!
 //! Usage: `kyb-bench storage [--quick] [--embedded-only]`, `kyb-bench apiserver [--quick]`,
-//! `kyb-bench scheduler [--quick] [--workload a|b|c]…`
+//! `kyb-bench scheduler [--quick] [--workload a|b|c]…`,
+//! `kyb-bench controllers [--quick]`
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod apiserver;
+mod controllers;
 mod http;
 mod scheduler;
 mod stats;
@@ -22,6 +24,7 @@ fn main() -> anyhow::Result<()> {
     match args.first().map(String::as_str) {
         Some("storage") => storage::run(quick, args.iter().any(|a| a == "--embedded-only")),
         Some("apiserver") => apiserver::run(quick),
+        Some("controllers") => controllers::run(quick),
         Some("scheduler") => {
             let chosen: Vec<&str> = args
                 .windows(2)
@@ -31,7 +34,7 @@ fn main() -> anyhow::Result<()> {
             scheduler::run(quick, &chosen)
         }
         _ => anyhow::bail!(
-            "usage: kyb-bench storage|apiserver|scheduler [--quick] [--embedded-only] [--workload a|b|c]"
+            "usage: kyb-bench storage|apiserver|scheduler|controllers [--quick] [--embedded-only] [--workload a|b|c]"
         ),
     }
 }

@@ -18,7 +18,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const CLIENTS: usize = 16;
+pub(crate) const CLIENTS: usize = 16;
 
 /// The API server's and the scheduler's pids in the running workload, for CPU figures.
 static PIDS: Mutex<(u32, u32)> = Mutex::new((0, 0));
@@ -101,7 +101,7 @@ fn cpu_now() -> [f64; 3] {
         cpu_ms(None),
     ]
 }
-const NAMESPACE: &str = "bench";
+pub(crate) const NAMESPACE: &str = "bench";
 
 /// One workload's figures.
 struct Figures {
@@ -113,7 +113,7 @@ struct Figures {
 
 /// Sends `bodies` as POSTs to `path` from `CLIENTS` connections; the send time of each by
 /// name.
-async fn create_all(
+pub(crate) async fn create_all(
     port: u16,
     path: &str,
     bodies: Vec<(String, String)>,
@@ -170,7 +170,7 @@ fn node_body(i: usize, prefix: &str) -> (String, String) {
 
 /// Creates ready nodes (zones a/b/c), then takes off the `not-ready` taint admission puts
 /// on new nodes, as the node lifecycle controller would once the node reports Ready.
-async fn create_nodes(
+pub(crate) async fn create_nodes(
     port: u16,
     range: std::ops::Range<usize>,
     prefix: &str,
@@ -254,7 +254,7 @@ fn watch_bindings(
     (bound, task)
 }
 
-async fn revision(sender: &mut Sender) -> anyhow::Result<String> {
+pub(crate) async fn revision(sender: &mut Sender) -> anyhow::Result<String> {
     let (_, body) = request(
         sender,
         "GET",
@@ -353,7 +353,7 @@ fn plain_pod(name: &str, cpu: &str, extra: Value) -> (String, Value) {
 }
 
 /// A fresh API server and scheduler; returns them with the scheduler's pid.
-fn start(dir: &std::path::Path, port: u16) -> anyhow::Result<(Process, Process)> {
+pub(crate) fn start(dir: &std::path::Path, port: u16) -> anyhow::Result<(Process, Process)> {
     let binary = kyb_binary();
     let mut apiserver = Process::spawn(
         Command::new(&binary)
@@ -375,7 +375,7 @@ fn start(dir: &std::path::Path, port: u16) -> anyhow::Result<(Process, Process)>
     Ok((apiserver, scheduler))
 }
 
-async fn setup_namespace(port: u16) -> anyhow::Result<()> {
+pub(crate) async fn setup_namespace(port: u16) -> anyhow::Result<()> {
     let mut admin = connect(port).await?;
     let (status, _) = request(
         &mut admin,

@@ -10,6 +10,11 @@ impl Latencies {
         Self(samples)
     }
 
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
     pub fn percentile(&self, p: f64) -> Duration {
         if self.0.is_empty() {
             return Duration::ZERO;
