@@ -19,4 +19,5 @@ pub mod credentials;
 pub mod manager;
 pub mod options;
 pub mod ownership;
+pub mod replicaset;
 pub mod selector;
