@@ -400,10 +400,8 @@ impl<K: ReplicaOwner> Replicas<K> {
         let mut batch = 1usize;
         while remaining > 0 {
             let size = batch.min(remaining);
-            let results = futures::future::join_all(
-                (0..size).map(|_| api.create(&params, &pod)),
-            )
-            .await;
+            let results =
+                futures::future::join_all((0..size).map(|_| api.create(&params, &pod))).await;
             remaining -= size;
             let mut first_error = None;
             for result in results {
