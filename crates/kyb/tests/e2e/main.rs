@@ -21,3 +21,4 @@ mod service_accounts;
 mod webhook_server;
 mod webhooks;
 mod workflows;
+mod workloads;
