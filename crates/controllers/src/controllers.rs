@@ -18,6 +18,23 @@ pub struct Descriptor {
 pub fn all() -> Vec<Descriptor> {
     vec![
         // One entry per controller, sorted by name:
-        // Descriptor { name: "deployment-controller", aliases: &["deployment"], on_by_default: true, start: |ctx| Box::pin(crate::deployment::run(ctx)) },
+        Descriptor {
+            name: "deployment-controller",
+            aliases: &["deployment"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::deployment::run(ctx)),
+        },
+        Descriptor {
+            name: "replicaset-controller",
+            aliases: &["replicaset"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::replicaset::run(ctx)),
+        },
+        Descriptor {
+            name: "replicationcontroller-controller",
+            aliases: &["replicationcontroller"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::replicaset::run_rc(ctx)),
+        },
     ]
 }

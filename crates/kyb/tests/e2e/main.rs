@@ -22,3 +22,4 @@ mod service_accounts;
 mod webhook_server;
 mod webhooks;
 mod workflows;
+mod workloads;
