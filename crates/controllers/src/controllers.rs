@@ -19,5 +19,17 @@ pub fn all() -> Vec<Descriptor> {
     vec![
         // One entry per controller, sorted by name:
         // Descriptor { name: "deployment-controller", aliases: &["deployment"], on_by_default: true, start: |ctx| Box::pin(crate::deployment::run(ctx)) },
+        Descriptor {
+            name: crate::daemonset::NAME,
+            aliases: &["daemonset"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::daemonset::run(ctx)),
+        },
+        Descriptor {
+            name: crate::statefulset::NAME,
+            aliases: &["statefulset"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::statefulset::run(ctx)),
+        },
     ]
 }
