@@ -661,7 +661,9 @@ impl Sync<'_> {
         }
         let old = self.set.status.clone().unwrap_or_default();
         let status = DaemonSetStatus {
-            collision_count: Some(collision_count),
+            collision_count: Some(collision_count)
+                .filter(|c| *c != 0)
+                .or(old.collision_count.map(|_| collision_count)),
             conditions: old.conditions.clone(),
             current_number_scheduled: current,
             desired_number_scheduled: desired,

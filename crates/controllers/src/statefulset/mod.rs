@@ -14,8 +14,9 @@
 //!   `persistentVolumeClaimRetentionPolicy.whenScaled: Delete` (the garbage collector
 //!   deletes them with it) and to the set for `whenDeleted: Delete`;
 //! - under `RollingUpdate`, deletes pods of an old revision from the highest ordinal down
-//!   to `partition`, at most `maxUnavailable` unavailable at once (pods below the
-//!   partition are recreated at the current revision); `OnDelete` leaves that to users;
+//!   to `partition`, one at a time, each once the one above is healthy again (pods below
+//!   the partition are recreated at the current revision; `maxUnavailable` is behind a
+//!   feature gate off by default and ignored); `OnDelete` leaves that to users;
 //! - writes the status (replicas, ready, available, current, updated, revisions,
 //!   observedGeneration, collisionCount) and deletes revisions beyond
 //!   `revisionHistoryLimit`.
@@ -37,7 +38,6 @@ use k8s_openapi::api::apps::v1::{
     ControllerRevision, StatefulSet, StatefulSetSpec, StatefulSetStatus,
 };
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodTemplateSpec};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DeleteParams, PostParams};
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
@@ -435,30 +435,25 @@ impl Sync<'_> {
         }
         let rolling = strategy.rolling_update.unwrap_or_default();
         let partition = rolling.partition.unwrap_or(0).clamp(0, replicas);
-        let max_unavailable = scaled(rolling.max_unavailable.as_ref(), replicas).max(1);
         let update_name = revisions
             .update
             .metadata
             .name
             .as_deref()
             .unwrap_or_default();
-        let mut unavailable = (start..end)
-            .filter(|o| wanted.get(o).is_none_or(|p| !self.healthy(p)))
-            .count();
+        // One pod at a time (`maxUnavailable` is behind a feature gate that is off by
+        // default): delete the highest old pod, then wait for its replacement.
         for ordinal in (start + partition..end).rev() {
             let Some(pod) = wanted.get(&ordinal) else {
-                continue;
+                return done(requeue);
             };
-            if revision_of(pod) == Some(update_name) || readiness::is_terminating(pod) {
-                continue;
+            if revision_of(pod) != Some(update_name) && !readiness::is_terminating(pod) {
+                self.delete_pod(pod).await?;
+                return done(requeue);
             }
-            if unavailable >= usize::try_from(max_unavailable).unwrap_or(1) {
-                break;
+            if !self.healthy(pod) {
+                return done(requeue);
             }
-            if self.healthy(pod) {
-                unavailable += 1;
-            }
-            self.delete_pod(pod).await?;
         }
         done(requeue)
     }
@@ -771,31 +766,4 @@ fn revision_of(pod: &Pod) -> Option<&str> {
         .as_ref()?
         .get(POD_REVISION_LABEL)
         .map(String::as_str)
-}
-
-/// An int-or-percent of `total`, percentages rounded up.
-pub fn scaled(value: Option<&IntOrString>, total: i32) -> i32 {
-    match value {
-        None => 1,
-        Some(IntOrString::Int(n)) => *n,
-        Some(IntOrString::String(s)) => {
-            let percent: i64 = s.trim_end_matches('%').parse().unwrap_or(0);
-            let total = i64::from(total);
-            i32::try_from((percent * total + 99) / 100).unwrap_or(i32::MAX)
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn scaled_values() {
-        assert_eq!(scaled(None, 10), 1);
-        assert_eq!(scaled(Some(&IntOrString::Int(3)), 10), 3);
-        assert_eq!(scaled(Some(&IntOrString::String("25%".into())), 10), 3);
-        assert_eq!(scaled(Some(&IntOrString::String("10%".into())), 10), 1);
-    }
 }

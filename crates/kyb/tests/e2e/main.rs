@@ -18,6 +18,7 @@ mod policies;
 mod scheduling;
 mod security;
 mod service_accounts;
+mod sets;
 mod webhook_server;
 mod webhooks;
 mod workflows;
