@@ -19,6 +19,12 @@ pub fn all() -> Vec<Descriptor> {
     vec![
         // One entry per controller, sorted by name:
         Descriptor {
+            name: crate::daemonset::NAME,
+            aliases: &["daemonset"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::daemonset::run(ctx)),
+        },
+        Descriptor {
             name: "deployment-controller",
             aliases: &["deployment"],
             on_by_default: true,
@@ -35,6 +41,12 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["replicationcontroller"],
             on_by_default: true,
             start: |ctx| Box::pin(crate::replicaset::run_rc(ctx)),
+        },
+        Descriptor {
+            name: crate::statefulset::NAME,
+            aliases: &["statefulset"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::statefulset::run(ctx)),
         },
     ]
 }

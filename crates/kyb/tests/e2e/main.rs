@@ -19,6 +19,7 @@ mod policies;
 mod scheduling;
 mod security;
 mod service_accounts;
+mod sets;
 mod webhook_server;
 mod webhooks;
 mod workflows;
