@@ -25,5 +25,11 @@ pub fn all() -> Vec<Descriptor> {
             on_by_default: true,
             start: |ctx| Box::pin(crate::job::run(ctx)),
         },
+        Descriptor {
+            name: crate::ttlafterfinished::NAME,
+            aliases: &["ttl-after-finished"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::ttlafterfinished::run(ctx)),
+        },
     ]
 }

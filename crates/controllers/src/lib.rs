@@ -21,3 +21,4 @@ pub mod manager;
 pub mod options;
 pub mod ownership;
 pub mod selector;
+pub mod ttlafterfinished;

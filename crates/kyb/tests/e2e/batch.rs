@@ -226,7 +226,7 @@ async fn a_failing_job_stops_at_its_backoff_limit() {
         gap >= k8s_openapi::jiff::SignedDuration::from_secs(9),
         "backoff gap {gap:?}"
     );
-    let events = wait_for("the BackoffLimitExceeded event", || async {
+    wait_for("the BackoffLimitExceeded event", || async {
         let events = events_of(&client, "fails").await;
         events
             .iter()
@@ -234,7 +234,6 @@ async fn a_failing_job_stops_at_its_backoff_limit() {
             .then_some(())
     })
     .await;
-    let _ = events;
 }
 
 #[tokio::test]
@@ -389,4 +388,35 @@ async fn suspending_a_job_removes_its_pods_and_resuming_brings_them_back() {
             .iter()
             .any(|(r, m)| r == "SuccessfulDelete" && m.starts_with("Deleted pod: sleepy-"))
     );
+}
+
+#[tokio::test]
+async fn finished_jobs_are_deleted_after_their_ttl() {
+    let (_cluster, client, _kubelet) = start().await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    jobs.create(
+        &PostParams::default(),
+        &job_manifest("brief", Some("0"), json!({"ttlSecondsAfterFinished": 2})),
+    )
+    .await
+    .unwrap();
+    jobs.create(
+        &PostParams::default(),
+        &job_manifest("kept", Some("0"), json!({"ttlSecondsAfterFinished": 3600})),
+    )
+    .await
+    .unwrap();
+    let job = wait_condition(&jobs, "brief", "Complete").await;
+    let finished = job.status.unwrap().completion_time.unwrap().0;
+    wait_for("job brief to be deleted", || async {
+        jobs.get_opt("brief").await.unwrap().is_none().then_some(())
+    })
+    .await;
+    let gone = k8s_openapi::jiff::Timestamp::now();
+    assert!(
+        gone.duration_since(finished) >= k8s_openapi::jiff::SignedDuration::from_secs(1),
+        "deleted only after the TTL"
+    );
+    wait_condition(&jobs, "kept", "Complete").await;
+    assert!(jobs.get_opt("kept").await.unwrap().is_some());
 }
