@@ -31,6 +31,12 @@ pub fn all() -> Vec<Descriptor> {
             start: |ctx| Box::pin(crate::deployment::run(ctx)),
         },
         Descriptor {
+            name: crate::job::NAME,
+            aliases: &["job"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::job::run(ctx)),
+        },
+        Descriptor {
             name: "replicaset-controller",
             aliases: &["replicaset"],
             on_by_default: true,
@@ -47,6 +53,12 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["statefulset"],
             on_by_default: true,
             start: |ctx| Box::pin(crate::statefulset::run(ctx)),
+        },
+        Descriptor {
+            name: crate::ttlafterfinished::NAME,
+            aliases: &["ttl-after-finished"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::ttlafterfinished::run(ctx)),
         },
     ]
 }

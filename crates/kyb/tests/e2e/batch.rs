@@ -1,0 +1,422 @@
+//! The batch controllers inside `kyb server`, with the fake kubelet finishing pods as their
+//! templates say (`kyb.test/exit`): Jobs completing (NonIndexed and Indexed), failing at
+//! their backoff limit or by a pod failure policy, suspended and resumed; finished Jobs
+//! deleted after their TTL; CronJobs driven by a fake clock.
+
+use crate::cluster::Cluster;
+use crate::kubelet::{FakeKubelet, admin_client};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Event, Pod, ServiceAccount};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn job_manifest(name: &str, exit: Option<&str>, spec: Value) -> Job {
+    let annotations = match exit {
+        Some(code) => json!({"kyb.test/exit": code}),
+        None => json!({}),
+    };
+    let mut manifest = json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {"template": {
+            "metadata": {"annotations": annotations},
+            "spec": {"restartPolicy": "Never",
+                     "containers": [{"name": "main", "image": "busybox"}]}}},
+    });
+    if let (Some(target), Value::Object(extra)) = (manifest["spec"].as_object_mut(), spec) {
+        target.extend(extra);
+    }
+    serde_json::from_value(manifest).unwrap()
+}
+
+/// Polls `check` until it gives a value or the deadline passes.
+async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+fn condition(job: &Job, type_: &str) -> Option<(String, String, String)> {
+    job.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| {
+            (
+                c.status.clone(),
+                c.reason.clone().unwrap_or_default(),
+                c.message.clone().unwrap_or_default(),
+            )
+        })
+}
+
+async fn wait_condition(jobs: &Api<Job>, name: &str, type_: &str) -> Job {
+    wait_for(&format!("job {name} condition {type_}"), || async {
+        let job = jobs.get(name).await.ok()?;
+        condition(&job, type_)
+            .filter(|c| c.0 == "True")
+            .map(|_| job)
+    })
+    .await
+}
+
+async fn events_of(client: &kube::Client, name: &str) -> Vec<(String, String)> {
+    let events: Api<Event> = Api::namespaced(client.clone(), "default");
+    events
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some(name))
+        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
+        .collect()
+}
+
+/// Starts a cluster with a fake kubelet on one node and the `default` service account
+/// pods need.
+async fn start() -> (Cluster, kube::Client, FakeKubelet) {
+    let cluster = Cluster::start();
+    let client = admin_client(&cluster).await;
+    let kubelet = FakeKubelet::start(client.clone(), &["node-1"]).await;
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    let account: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap();
+    match accounts.create(&PostParams::default(), &account).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => panic!("creating the default service account: {e}"),
+    }
+    (cluster, client, kubelet)
+}
+
+async fn pods_of(client: &kube::Client, job: &str) -> Vec<Pod> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    pods.list(&ListParams::default().labels(&format!("batch.kubernetes.io/job-name={job}")))
+        .await
+        .unwrap()
+        .items
+}
+
+#[tokio::test]
+async fn a_job_of_three_completions_two_at_a_time_completes() {
+    let (_cluster, client, _kubelet) = start().await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    jobs.create(
+        &PostParams::default(),
+        &job_manifest("pi", Some("0"), json!({"completions": 3, "parallelism": 2})),
+    )
+    .await
+    .unwrap();
+    let most_active = std::cell::Cell::new(0);
+    let job = wait_for("job pi to complete", || {
+        let jobs = jobs.clone();
+        let most_active = &most_active;
+        async move {
+            let job = jobs.get("pi").await.ok()?;
+            let status = job.status.clone()?;
+            most_active.set(most_active.get().max(status.active.unwrap_or(0)));
+            condition(&job, "Complete")
+                .filter(|c| c.0 == "True")
+                .map(|_| job)
+        }
+    })
+    .await;
+    let most_active = most_active.get();
+    assert!(
+        most_active <= 2,
+        "at most parallelism pods run: {most_active}"
+    );
+    let status = job.status.clone().unwrap();
+    assert_eq!(status.succeeded, Some(3));
+    assert_eq!(status.failed, None);
+    assert!(status.completion_time.is_some() && status.start_time.is_some());
+    assert_eq!(status.ready, Some(0));
+    let complete = condition(&job, "Complete").unwrap();
+    assert_eq!(complete.1, "CompletionsReached");
+    assert_eq!(condition(&job, "SuccessCriteriaMet").unwrap().0, "True");
+    let uncounted = status.uncounted_terminated_pods.unwrap_or_default();
+    assert!(uncounted.succeeded.is_none() && uncounted.failed.is_none());
+
+    // Three pods, labelled, owned, counted (no tracking finalizer left).
+    let pods = wait_for("finalizers to be removed", || async {
+        let pods = pods_of(&client, "pi").await;
+        let tracked = pods.iter().any(|p| {
+            p.metadata
+                .finalizers
+                .iter()
+                .flatten()
+                .any(|f| f == "batch.kubernetes.io/job-tracking")
+        });
+        (!tracked).then_some(pods)
+    })
+    .await;
+    assert_eq!(pods.len(), 3);
+    let uid = job.metadata.uid.clone().unwrap();
+    for pod in &pods {
+        let labels = pod.metadata.labels.clone().unwrap();
+        assert_eq!(labels["batch.kubernetes.io/controller-uid"], uid);
+        assert_eq!(labels["controller-uid"], uid);
+        assert_eq!(labels["job-name"], "pi");
+        let owner = &pod.metadata.owner_references.as_ref().unwrap()[0];
+        assert_eq!((owner.kind.as_str(), owner.controller), ("Job", Some(true)));
+    }
+    let events = wait_for("the Completed event", || async {
+        let events = events_of(&client, "pi").await;
+        events
+            .iter()
+            .any(|(reason, _)| reason == "Completed")
+            .then_some(events)
+    })
+    .await;
+    let created: Vec<_> = events
+        .iter()
+        .filter(|(r, m)| r == "SuccessfulCreate" && m.starts_with("Created pod: pi-"))
+        .collect();
+    assert_eq!(created.len(), 3, "{events:?}");
+    assert!(events.contains(&("Completed".to_string(), "Job completed".to_string())));
+}
+
+#[tokio::test]
+async fn a_failing_job_stops_at_its_backoff_limit() {
+    let (_cluster, client, _kubelet) = start().await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    jobs.create(
+        &PostParams::default(),
+        &job_manifest("fails", Some("1"), json!({"backoffLimit": 1})),
+    )
+    .await
+    .unwrap();
+    let job = wait_condition(&jobs, "fails", "Failed").await;
+    let failed = condition(&job, "Failed").unwrap();
+    assert_eq!(failed.1, "BackoffLimitExceeded");
+    assert_eq!(failed.2, "Job has reached the specified backoff limit");
+    assert_eq!(
+        condition(&job, "FailureTarget").unwrap().1,
+        "BackoffLimitExceeded"
+    );
+    let status = job.status.unwrap();
+    assert_eq!(status.failed, Some(2), "backoffLimit 1 allows one retry");
+    assert_eq!(status.succeeded, None);
+    assert!(status.completion_time.is_none());
+    // The replacement waited out the 10 s backoff after the first failure.
+    let pods = pods_of(&client, "fails").await;
+    assert_eq!(pods.len(), 2);
+    let mut created: Vec<_> = pods
+        .iter()
+        .map(|p| p.metadata.creation_timestamp.clone().unwrap().0)
+        .collect();
+    created.sort();
+    let gap = created[1].duration_since(created[0]);
+    assert!(
+        gap >= k8s_openapi::jiff::SignedDuration::from_secs(9),
+        "backoff gap {gap:?}"
+    );
+    wait_for("the BackoffLimitExceeded event", || async {
+        let events = events_of(&client, "fails").await;
+        events
+            .iter()
+            .any(|(reason, _)| reason == "BackoffLimitExceeded")
+            .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_pod_failure_policy_fails_the_job_at_once() {
+    let (_cluster, client, _kubelet) = start().await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    let policy = json!({"podFailurePolicy": {"rules": [
+        {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [42]}},
+    ]}, "backoffLimit": 6});
+    jobs.create(
+        &PostParams::default(),
+        &job_manifest("fatal", Some("42"), policy),
+    )
+    .await
+    .unwrap();
+    let job = wait_condition(&jobs, "fatal", "Failed").await;
+    let failed = condition(&job, "Failed").unwrap();
+    assert_eq!(failed.1, "PodFailurePolicy");
+    assert!(
+        failed
+            .2
+            .starts_with("Container main for pod default/fatal-")
+            && failed
+                .2
+                .ends_with("failed with exit code 42 matching FailJob rule at index 0"),
+        "{}",
+        failed.2
+    );
+    assert_eq!(job.status.unwrap().failed, Some(1));
+    assert_eq!(pods_of(&client, "fatal").await.len(), 1);
+}
+
+#[tokio::test]
+async fn an_indexed_job_runs_each_index_once() {
+    let (_cluster, client, _kubelet) = start().await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    jobs.create(
+        &PostParams::default(),
+        &job_manifest(
+            "idx",
+            Some("0"),
+            json!({"completions": 3, "parallelism": 3, "completionMode": "Indexed"}),
+        ),
+    )
+    .await
+    .unwrap();
+    let job = wait_condition(&jobs, "idx", "Complete").await;
+    let status = job.status.unwrap();
+    assert_eq!(status.completed_indexes.as_deref(), Some("0-2"));
+    assert_eq!(status.succeeded, Some(3));
+    let pods = pods_of(&client, "idx").await;
+    assert_eq!(pods.len(), 3);
+    let mut seen: Vec<(String, String)> = pods
+        .iter()
+        .map(|p| {
+            let index = p.metadata.annotations.as_ref().unwrap()
+                ["batch.kubernetes.io/job-completion-index"]
+                .clone();
+            assert_eq!(
+                p.metadata.labels.as_ref().unwrap()["batch.kubernetes.io/job-completion-index"],
+                index
+            );
+            assert!(
+                p.metadata
+                    .name
+                    .as_ref()
+                    .unwrap()
+                    .starts_with(&format!("idx-{index}-"))
+            );
+            (index, p.spec.as_ref().unwrap().hostname.clone().unwrap())
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [("0", "idx-0"), ("1", "idx-1"), ("2", "idx-2")]
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+    );
+}
+
+#[tokio::test]
+async fn suspending_a_job_removes_its_pods_and_resuming_brings_them_back() {
+    let (_cluster, client, _kubelet) = start().await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    jobs.create(
+        &PostParams::default(),
+        &job_manifest(
+            "sleepy",
+            None,
+            json!({"parallelism": 2, "completions": 4, "suspend": true}),
+        ),
+    )
+    .await
+    .unwrap();
+    let job = wait_condition(&jobs, "sleepy", "Suspended").await;
+    assert_eq!(condition(&job, "Suspended").unwrap().1, "JobSuspended");
+    assert!(pods_of(&client, "sleepy").await.is_empty());
+    assert!(job.status.unwrap().start_time.is_none());
+
+    let resume = json!({"spec": {"suspend": false}});
+    jobs.patch("sleepy", &PatchParams::default(), &Patch::Merge(&resume))
+        .await
+        .unwrap();
+    let job = wait_for("two ready pods", || async {
+        let job = jobs.get("sleepy").await.ok()?;
+        let status = job.status.clone()?;
+        (status.active == Some(2) && status.ready == Some(2)).then_some(job)
+    })
+    .await;
+    let resumed = condition(&job, "Suspended").unwrap();
+    assert_eq!(
+        (resumed.0.as_str(), resumed.1.as_str()),
+        ("False", "JobResumed")
+    );
+    assert!(job.status.unwrap().start_time.is_some());
+
+    let suspend = json!({"spec": {"suspend": true}});
+    jobs.patch("sleepy", &PatchParams::default(), &Patch::Merge(&suspend))
+        .await
+        .unwrap();
+    let job = wait_condition(&jobs, "sleepy", "Suspended").await;
+    wait_for("the pods to be deleted", || async {
+        let pods = pods_of(&client, "sleepy").await;
+        pods.iter()
+            .all(|p| p.metadata.deletion_timestamp.is_some())
+            .then_some(())
+    })
+    .await;
+    let status = wait_for("no active pods", || async {
+        let status = jobs.get("sleepy").await.ok()?.status?;
+        (status.active.is_none()).then_some(status)
+    })
+    .await;
+    assert_eq!(
+        status.failed, None,
+        "pods removed by suspension are not failures"
+    );
+    assert_eq!(condition(&job, "Suspended").unwrap().1, "JobSuspended");
+    let events = events_of(&client, "sleepy").await;
+    assert!(
+        events
+            .iter()
+            .any(|(r, m)| r == "Suspended" && m == "Job suspended")
+    );
+    assert!(
+        events
+            .iter()
+            .any(|(r, m)| r == "Resumed" && m == "Job resumed")
+    );
+    assert!(
+        events
+            .iter()
+            .any(|(r, m)| r == "SuccessfulDelete" && m.starts_with("Deleted pod: sleepy-"))
+    );
+}
+
+#[tokio::test]
+async fn finished_jobs_are_deleted_after_their_ttl() {
+    let (_cluster, client, _kubelet) = start().await;
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    jobs.create(
+        &PostParams::default(),
+        &job_manifest("brief", Some("0"), json!({"ttlSecondsAfterFinished": 2})),
+    )
+    .await
+    .unwrap();
+    jobs.create(
+        &PostParams::default(),
+        &job_manifest("kept", Some("0"), json!({"ttlSecondsAfterFinished": 3600})),
+    )
+    .await
+    .unwrap();
+    let job = wait_condition(&jobs, "brief", "Complete").await;
+    let finished = job.status.unwrap().completion_time.unwrap().0;
+    wait_for("job brief to be deleted", || async {
+        jobs.get_opt("brief").await.unwrap().is_none().then_some(())
+    })
+    .await;
+    let gone = k8s_openapi::jiff::Timestamp::now();
+    assert!(
+        gone.duration_since(finished) >= k8s_openapi::jiff::SignedDuration::from_secs(1),
+        "deleted only after the TTL"
+    );
+    wait_condition(&jobs, "kept", "Complete").await;
+    assert!(jobs.get_opt("kept").await.unwrap().is_some());
+}
