@@ -19,5 +19,11 @@ pub fn all() -> Vec<Descriptor> {
     vec![
         // One entry per controller, sorted by name:
         // Descriptor { name: "deployment-controller", aliases: &["deployment"], on_by_default: true, start: |ctx| Box::pin(crate::deployment::run(ctx)) },
+        Descriptor {
+            name: crate::garbagecollector::NAME,
+            aliases: &["garbagecollector"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::garbagecollector::run(ctx)),
+        },
     ]
 }

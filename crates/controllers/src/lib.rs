@@ -16,6 +16,7 @@ pub mod clock;
 pub mod context;
 pub mod controllers;
 pub mod credentials;
+pub mod garbagecollector;
 pub mod manager;
 pub mod options;
 pub mod ownership;
