@@ -25,5 +25,11 @@ pub fn all() -> Vec<Descriptor> {
             on_by_default: true,
             start: |ctx| Box::pin(crate::garbagecollector::run(ctx)),
         },
+        Descriptor {
+            name: crate::namespace::NAME,
+            aliases: &["namespace"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::namespace::run(ctx)),
+        },
     ]
 }

@@ -18,6 +18,7 @@ pub mod controllers;
 pub mod credentials;
 pub mod garbagecollector;
 pub mod manager;
+pub mod namespace;
 pub mod options;
 pub mod ownership;
 pub mod selector;
