@@ -10,6 +10,7 @@ mod authorization;
 mod cli;
 mod client;
 mod cluster;
+mod garbage_collection;
 mod http;
 mod kubectl;
 mod kubelet;
