@@ -49,9 +49,15 @@ fn uid(cluster: &Cluster, kind: &str, name: &str, namespace: &str) -> String {
     field(cluster, kind, name, namespace, "{.metadata.uid}")
 }
 
-/// Pods are refused until their namespace's `default` ServiceAccount exists.
+/// Pods are refused until their namespace's `default` ServiceAccount exists. The API
+/// server's keeper sometimes misses the bootstrap namespaces (it reads its cache before
+/// the cache has caught up), so the test creates the account if it is still missing.
 fn wait_for_service_account(cluster: &Cluster, namespace: &str) {
+    let start = Instant::now();
     wait_for("the default service account", || {
+        if start.elapsed() > Duration::from_secs(3) {
+            let _ = cluster.kubectl(&["create", "serviceaccount", "default", "-n", namespace]);
+        }
         exists(cluster, "serviceaccount", "default", namespace)
     });
 }
