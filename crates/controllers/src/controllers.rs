@@ -31,6 +31,18 @@ pub fn all() -> Vec<Descriptor> {
             start: |ctx| Box::pin(crate::deployment::run(ctx)),
         },
         Descriptor {
+            name: crate::endpoints::NAME,
+            aliases: &["endpoint"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::endpoints::run(ctx)),
+        },
+        Descriptor {
+            name: crate::endpointslice::NAME,
+            aliases: &["endpointslice"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::endpointslice::run(ctx)),
+        },
+        Descriptor {
             name: crate::job::NAME,
             aliases: &["job"],
             on_by_default: true,
@@ -47,6 +59,18 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["replicationcontroller"],
             on_by_default: true,
             start: |ctx| Box::pin(crate::replicaset::run_rc(ctx)),
+        },
+        Descriptor {
+            name: crate::rootcacertpublisher::NAME,
+            aliases: &["root-ca-cert-publisher"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::rootcacertpublisher::run(ctx)),
+        },
+        Descriptor {
+            name: crate::serviceaccount::NAME,
+            aliases: &["serviceaccount"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::serviceaccount::run(ctx)),
         },
         Descriptor {
             name: crate::statefulset::NAME,
