@@ -19,5 +19,11 @@ pub fn all() -> Vec<Descriptor> {
     vec![
         // One entry per controller, sorted by name:
         // Descriptor { name: "deployment-controller", aliases: &["deployment"], on_by_default: true, start: |ctx| Box::pin(crate::deployment::run(ctx)) },
+        Descriptor {
+            name: crate::nodelifecycle::NAME,
+            aliases: &["nodelifecycle"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::nodelifecycle::run(ctx)),
+        },
     ]
 }
