@@ -17,6 +17,7 @@ pub mod context;
 pub mod controllers;
 pub mod credentials;
 pub mod manager;
+pub mod nodeipam;
 pub mod nodelifecycle;
 pub mod options;
 pub mod ownership;
