@@ -20,6 +20,12 @@ pub fn all() -> Vec<Descriptor> {
         // One entry per controller, sorted by name:
         // Descriptor { name: "deployment-controller", aliases: &["deployment"], on_by_default: true, start: |ctx| Box::pin(crate::deployment::run(ctx)) },
         Descriptor {
+            name: crate::disruption::NAME,
+            aliases: &["disruption"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::disruption::run(ctx)),
+        },
+        Descriptor {
             name: crate::nodeipam::NAME,
             aliases: &["nodeipam"],
             on_by_default: true,

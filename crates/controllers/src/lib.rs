@@ -16,6 +16,7 @@ pub mod clock;
 pub mod context;
 pub mod controllers;
 pub mod credentials;
+pub mod disruption;
 pub mod manager;
 pub mod nodeipam;
 pub mod nodelifecycle;
