@@ -69,7 +69,13 @@ impl Allocator {
         } else {
             !((1u128 << host_bits) - 1)
         };
-        let base = value & network_mask & if bits == 32 { u128::from(u32::MAX) } else { u128::MAX };
+        let base = value
+            & network_mask
+            & if bits == 32 {
+                u128::from(u32::MAX)
+            } else {
+                u128::MAX
+            };
         let blocks = 1u64 << u32::from(mask - prefix).min(32);
         Ok(Allocator {
             v6,

@@ -22,7 +22,9 @@ pub fn scaled(value: &IntOrString, total: i32) -> anyhow::Result<i32> {
             let percent: i64 = s
                 .strip_suffix('%')
                 .and_then(|p| p.parse().ok())
-                .ok_or_else(|| anyhow::anyhow!("invalid value for IntOrString: invalid value {s:?}"))?;
+                .ok_or_else(|| {
+                    anyhow::anyhow!("invalid value for IntOrString: invalid value {s:?}")
+                })?;
             let value = (percent * i64::from(total) + 99).div_euclid(100);
             Ok(value.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32)
         }
@@ -31,8 +33,7 @@ pub fn scaled(value: &IntOrString, total: i32) -> anyhow::Result<i32> {
 
 /// Whether the budget needs its pods' controllers' scale (percents, maxUnavailable).
 pub fn needs_scale(spec: &PodDisruptionBudgetSpec) -> bool {
-    spec.max_unavailable.is_some()
-        || matches!(spec.min_available, Some(IntOrString::String(_)))
+    spec.max_unavailable.is_some() || matches!(spec.min_available, Some(IntOrString::String(_)))
 }
 
 /// (expectedPods, desiredHealthy) given the pods' count and (when [`needs_scale`]) the

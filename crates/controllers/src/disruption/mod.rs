@@ -103,7 +103,12 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
             let queue = queue.clone();
             let budgets = budgets.clone();
             $informer.on_change(move |change| {
-                let namespace = change.object().metadata.namespace.as_deref().unwrap_or_default();
+                let namespace = change
+                    .object()
+                    .metadata
+                    .namespace
+                    .as_deref()
+                    .unwrap_or_default();
                 for budget in budgets.list_namespace(namespace) {
                     queue.add(ObjectKey::of(budget.as_ref()));
                 }
@@ -190,7 +195,12 @@ impl Disruption {
                         });
                     }
                 };
-                if scale.metadata.uid.as_ref().is_some_and(|u| *u != reference.uid) {
+                if scale
+                    .metadata
+                    .uid
+                    .as_ref()
+                    .is_some_and(|u| *u != reference.uid)
+                {
                     return Ok(None);
                 }
                 let replicas = scale.spec.and_then(|s| s.replicas).unwrap_or(0);
@@ -247,7 +257,9 @@ impl Disruption {
         let api: Api<PodDisruptionBudget> = Api::namespaced(self.client.clone(), namespace);
         api.replace_status(name, &PostParams::default(), &updated)
             .await
-            .with_context(|| format!("updating the status of PodDisruptionBudget {namespace}/{name}"))?;
+            .with_context(|| {
+                format!("updating the status of PodDisruptionBudget {namespace}/{name}")
+            })?;
         Ok(())
     }
 }
@@ -296,7 +308,11 @@ impl Reconciler for Disruption {
         let namespace = key.namespace.as_str();
         let spec = budget.spec.clone().unwrap_or_default();
         let all = self.pods.list_namespace(namespace);
-        let pods: Vec<&Pod> = all.iter().map(Arc::as_ref).filter(|p| selects(&budget, p)).collect();
+        let pods: Vec<&Pod> = all
+            .iter()
+            .map(Arc::as_ref)
+            .filter(|p| selects(&budget, p))
+            .collect();
         if pods.is_empty() {
             self.recorder
                 .normal(budget.as_ref(), "NoPods", "No matching pods found");
@@ -335,14 +351,21 @@ impl Reconciler for Disruption {
                 status.disruptions_allowed = 0;
                 status.observed_generation = generation;
                 status.conditions = Some(condition(
-                    previous, "False", "SyncFailed", &message, generation, now,
+                    previous,
+                    "False",
+                    "SyncFailed",
+                    &message,
+                    generation,
+                    now,
                 ));
                 self.write(&budget, status).await?;
                 return Ok(Action::RequeueAfter(Duration::from_secs(30)));
             }
         };
         let empty = BTreeMap::new();
-        let disrupted = previous.and_then(|s| s.disrupted_pods.as_ref()).unwrap_or(&empty);
+        let disrupted = previous
+            .and_then(|s| s.disrupted_pods.as_ref())
+            .unwrap_or(&empty);
         let (disrupted, recheck) = budget::live_disruptions(disrupted, &pods, now);
         let healthy = budget::count_healthy(&pods, &disrupted);
         let allowed = budget::allowed(healthy, desired, expected);

@@ -97,7 +97,10 @@ mod tests {
     fn verdicts() {
         let since: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
         let unreachable = [taint("node.kubernetes.io/unreachable", "NoExecute")];
-        assert_eq!(verdict(&pod(json!([])), &unreachable, since), Verdict::EvictNow);
+        assert_eq!(
+            verdict(&pod(json!([])), &unreachable, since),
+            Verdict::EvictNow
+        );
         assert_eq!(
             verdict(&pod(json!([])), &[taint("x", "NoSchedule")], since),
             Verdict::Stay

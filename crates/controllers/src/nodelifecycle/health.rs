@@ -104,7 +104,21 @@ pub fn no_schedule_keys(node: &Node) -> Vec<&'static str> {
     match status("Ready") {
         Some("False") => keys.push(NOT_READY),
         Some("Unknown") => keys.push(UNREACHABLE),
-        _ => {}
+        Some(_) => {}
+        // Never reported: admission's not-ready taint stays until the node says Ready.
+        None => {
+            if node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.as_ref())
+                .is_some_and(|t| {
+                    t.iter()
+                        .any(|t| t.key == NOT_READY && t.effect == "NoSchedule")
+                })
+            {
+                keys.push(NOT_READY);
+            }
+        }
     }
     for (kind, key) in [
         ("MemoryPressure", MEMORY_PRESSURE),
@@ -154,7 +168,8 @@ pub fn reconcile_taints(
         .iter()
         .filter(|t| match t.effect.as_str() {
             "NoSchedule" => {
-                !MANAGED_NO_SCHEDULE.contains(&t.key.as_str()) || no_schedule.contains(&t.key.as_str())
+                !MANAGED_NO_SCHEDULE.contains(&t.key.as_str())
+                    || no_schedule.contains(&t.key.as_str())
             }
             "NoExecute" => {
                 !(t.key == NOT_READY || t.key == UNREACHABLE) || no_execute == Some(t.key.as_str())
@@ -226,7 +241,10 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(last_heard(&n, None), Some(ts("2026-01-01T00:01:00Z")));
-        assert_eq!(last_heard(&n, Some(&lease)), Some(ts("2026-01-01T00:02:00Z")));
+        assert_eq!(
+            last_heard(&n, Some(&lease)),
+            Some(ts("2026-01-01T00:02:00Z"))
+        );
     }
 
     #[test]
@@ -247,7 +265,10 @@ mod tests {
             conditions[0].message.as_deref(),
             Some("Kubelet stopped posting node status.")
         );
-        assert_eq!(conditions[2].reason.as_deref(), Some("NodeStatusNeverUpdated"));
+        assert_eq!(
+            conditions[2].reason.as_deref(),
+            Some("NodeStatusNeverUpdated")
+        );
         let mut again = n.clone();
         again.status.as_mut().unwrap().conditions = Some(conditions);
         assert!(unknown_conditions(&again, now).is_none());
@@ -295,5 +316,9 @@ mod tests {
             reconcile_taints(&ready, &no_schedule_keys(&ready), None, now),
             Some(vec![])
         );
+        // One that never reported keeps it.
+        let mut silent = ready.clone();
+        silent.status = None;
+        assert_eq!(no_schedule_keys(&silent), [NOT_READY]);
     }
 }

@@ -60,7 +60,9 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let nodes = ctx.informers.get::<Node>();
     let leases = ctx.informers.get::<Lease>();
     let pods = ctx.informers.get::<Pod>();
-    pods.add_index("node", |p: &Pod| node_of(p).map(str::to_string).into_iter().collect());
+    pods.add_index("node", |p: &Pod| {
+        node_of(p).map(str::to_string).into_iter().collect()
+    });
     let client = ctx
         .client_for(SERVICE_ACCOUNT)
         .await
@@ -124,7 +126,10 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     leases.wait_synced().await;
     pods.wait_synced().await;
     let monitor = reconciler.clone();
-    let period = ctx.options.node_monitor_period.max(Duration::from_millis(100));
+    let period = ctx
+        .options
+        .node_monitor_period
+        .max(Duration::from_millis(100));
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -151,7 +156,8 @@ impl Lifecycle {
         let lease = self.leases.get(LEASE_NAMESPACE, name);
         let grace = SignedDuration::try_from(self.options().node_monitor_grace_period)
             .unwrap_or(SignedDuration::MAX);
-        health::last_heard(node, lease.as_deref()).is_some_and(|heard| now.duration_since(heard) <= grace)
+        health::last_heard(node, lease.as_deref())
+            .is_some_and(|heard| now.duration_since(heard) <= grace)
     }
 
     /// Recomputes every zone's state (once per monitor period).
@@ -161,8 +167,7 @@ impl Lifecycle {
         let health: Vec<(&Node, bool)> = nodes
             .iter()
             .map(|n| {
-                let ready =
-                    health::ready_status(n) == Some("True") && self.heard_recently(n, now);
+                let ready = health::ready_status(n) == Some("True") && self.heard_recently(n, now);
                 (n.as_ref(), ready)
             })
             .collect();

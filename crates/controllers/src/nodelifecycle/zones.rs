@@ -188,7 +188,11 @@ mod tests {
         );
         assert!(
             limiter
-                .take(&za, now.checked_add(SignedDuration::from_secs(10)).unwrap(), &options)
+                .take(
+                    &za,
+                    now.checked_add(SignedDuration::from_secs(10)).unwrap(),
+                    &options
+                )
                 .is_ok()
         );
         // A fully disrupted zone still evicts, unless every zone is.

@@ -13,6 +13,7 @@ mod cluster;
 mod http;
 mod kubectl;
 mod kubelet;
+mod nodes;
 mod patch;
 mod policies;
 mod scheduling;
