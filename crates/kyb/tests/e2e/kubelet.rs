@@ -108,13 +108,8 @@ impl FakeKubelet {
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
             .await
             .unwrap();
-        // Until the node lifecycle controller lifts it, admission's `not-ready` taint on
-        // new nodes keeps pods off; a registered, Ready node has none.
-        let untaint = json!({"spec": {"taints": null}});
-        nodes
-            .patch(name, &PatchParams::default(), &Patch::Merge(&untaint))
-            .await
-            .unwrap();
+        // Admission's `not-ready` taint on new nodes is lifted by the node lifecycle
+        // controller once the node is Ready.
         renew_lease(&self.client, name).await;
         let index = self.nodes.len();
         self.nodes.push(name.to_string());
