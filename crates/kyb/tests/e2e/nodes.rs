@@ -97,9 +97,11 @@ async fn wait_running(pods: &Api<Pod>, name: &str) {
 async fn default_service_account(client: &kube::Client) {
     let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
         Api::namespaced(client.clone(), "default");
-    eventually("the default service account", Duration::from_secs(30), || async {
-        accounts.get("default").await.ok().map(|_| ())
-    })
+    eventually(
+        "the default service account",
+        Duration::from_secs(30),
+        || async { accounts.get("default").await.ok().map(|_| ()) },
+    )
     .await;
 }
 
@@ -397,4 +399,72 @@ async fn cordon_and_drain_respect_disruption_budgets() {
     assert!(out.contains("pod/guarded-1 evicted"), "{out}");
     assert!(out.contains("node/node-a drained"), "{out}");
     assert!(pods.get("guarded-1").await.is_err(), "the pod is gone");
+}
+
+/// The ReplicaSet half of losing a node: its pods there are evicted and replaced on a
+/// live node. Needs the ReplicaSet controller (another branch): enable once it is merged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the replicaset controller; enable after merging main once it lands"]
+async fn a_lost_nodes_replicaset_pods_are_replaced_elsewhere_needs_replicaset_controller() {
+    let cluster = fast_monitor();
+    let client = admin_client(&cluster).await;
+    default_service_account(&client).await;
+    let kubelet = FakeKubelet::start(client.clone(), &["node-a", "node-b"]).await;
+    cluster.kubectl_stdin(
+        &["create", "-f", "-"],
+        &json!({
+            "apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": "web"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                    "nodeSelector": {"kubernetes.io/hostname": "node-a"},
+                    "tolerations": [{"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                        "effect": "NoExecute", "tolerationSeconds": 2}],
+                    "containers": [{"name": "c", "image": "busybox"}]}}},
+        })
+        .to_string(),
+    );
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let on_a = eventually(
+        "two web pods running on node-a",
+        Duration::from_secs(30),
+        || async {
+            let list = pods.list(&Default::default()).await.ok()?;
+            let ready: Vec<String> = list
+                .items
+                .iter()
+                .filter(|p| pod_ready(p).as_deref() == Some("True"))
+                .filter_map(|p| p.metadata.name.clone())
+                .collect();
+            (ready.len() == 2).then_some(ready)
+        },
+    )
+    .await;
+    // Let the replacements go anywhere: drop the node selector from the template.
+    cluster.kubectl_ok(&[
+        "patch",
+        "rs",
+        "web",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/spec/template/spec/nodeSelector"}]"#,
+    ]);
+    kubelet.stop_node("node-a");
+    eventually(
+        "replacements running on node-b",
+        Duration::from_secs(40),
+        || async {
+            let list = pods.list(&Default::default()).await.ok()?;
+            let replacements = list
+                .items
+                .iter()
+                .filter(|p| p.metadata.name.as_ref().is_some_and(|n| !on_a.contains(n)))
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some("node-b"))
+                .filter(|p| pod_ready(p).as_deref() == Some("True"))
+                .count();
+            (replacements == 2).then_some(())
+        },
+    )
+    .await;
 }
