@@ -31,6 +31,12 @@ pub fn all() -> Vec<Descriptor> {
             start: |ctx| Box::pin(crate::deployment::run(ctx)),
         },
         Descriptor {
+            name: crate::disruption::NAME,
+            aliases: &["disruption"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::disruption::run(ctx)),
+        },
+        Descriptor {
             name: crate::endpoints::NAME,
             aliases: &["endpoint"],
             on_by_default: true,
@@ -47,6 +53,18 @@ pub fn all() -> Vec<Descriptor> {
             aliases: &["job"],
             on_by_default: true,
             start: |ctx| Box::pin(crate::job::run(ctx)),
+        },
+        Descriptor {
+            name: crate::nodeipam::NAME,
+            aliases: &["nodeipam"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::nodeipam::run(ctx)),
+        },
+        Descriptor {
+            name: crate::nodelifecycle::NAME,
+            aliases: &["nodelifecycle"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::nodelifecycle::run(ctx)),
         },
         Descriptor {
             name: "replicaset-controller",

@@ -11,7 +11,8 @@
 //!
 //! [`FakeKubelet::set_ready`] changes a pod's readiness later; [`FakeKubelet::stop_node`]
 //! stops a node's heartbeats (its Lease is no longer renewed and its pods are left alone),
-//! as if the machine died. Pod IPs come from the node's pod CIDR when it has one
+//! as if the machine died. Pods deleted on a live node are removed once their deletion
+//! starts (their containers "stop" at once), as a kubelet confirms a graceful deletion. Pod IPs come from the node's pod CIDR when it has one
 //! (node IPAM), else from 10.244.<node index>.0/24.
 
 #![allow(dead_code)]
@@ -107,13 +108,8 @@ impl FakeKubelet {
             .patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
             .await
             .unwrap();
-        // Until the node lifecycle controller lifts it, admission's `not-ready` taint on
-        // new nodes keeps pods off; a registered, Ready node has none.
-        let untaint = json!({"spec": {"taints": null}});
-        nodes
-            .patch(name, &PatchParams::default(), &Patch::Merge(&untaint))
-            .await
-            .unwrap();
+        // Admission's `not-ready` taint on new nodes is lifted by the node lifecycle
+        // controller once the node is Ready.
         renew_lease(&self.client, name).await;
         let index = self.nodes.len();
         self.nodes.push(name.to_string());
@@ -241,6 +237,9 @@ async fn run_pods(client: kube::Client, state: Arc<Mutex<State>>) {
             _ = tick.tick() => known.values().cloned().collect(),
         };
         for pod in changed {
+            if finish_deletion(&client, &pod, &state).await {
+                continue;
+            }
             if let Some(status) = desired_status(&pod, &nodes, &state).await {
                 let name = pod.metadata.name.clone().unwrap_or_default();
                 let namespace = pod.metadata.namespace.clone().unwrap_or_default();
@@ -251,6 +250,28 @@ async fn run_pods(client: kube::Client, state: Arc<Mutex<State>>) {
             }
         }
     }
+}
+
+/// Completes the graceful deletion of a pod on a live node (a kubelet confirms its
+/// containers stopped by deleting the pod with grace period 0); returns whether it did.
+async fn finish_deletion(client: &kube::Client, pod: &Pod, state: &Mutex<State>) -> bool {
+    let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
+        return false;
+    };
+    if pod.metadata.deletion_timestamp.is_none() || state.lock().unwrap().stopped.contains(node) {
+        return false;
+    }
+    let api: Api<Pod> = Api::namespaced(
+        client.clone(),
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+    );
+    let _ = api
+        .delete(
+            pod.metadata.name.as_deref().unwrap_or_default(),
+            &kube::api::DeleteParams::default().grace_period(0),
+        )
+        .await;
+    true
 }
 
 fn key(pod: &Pod) -> String {
