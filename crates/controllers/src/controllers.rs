@@ -19,5 +19,29 @@ pub fn all() -> Vec<Descriptor> {
     vec![
         // One entry per controller, sorted by name:
         // Descriptor { name: "deployment-controller", aliases: &["deployment"], on_by_default: true, start: |ctx| Box::pin(crate::deployment::run(ctx)) },
+        Descriptor {
+            name: crate::endpoints::NAME,
+            aliases: &["endpoint"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::endpoints::run(ctx)),
+        },
+        Descriptor {
+            name: crate::endpointslice::NAME,
+            aliases: &["endpointslice"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::endpointslice::run(ctx)),
+        },
+        Descriptor {
+            name: crate::rootcacertpublisher::NAME,
+            aliases: &["root-ca-cert-publisher"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::rootcacertpublisher::run(ctx)),
+        },
+        Descriptor {
+            name: crate::serviceaccount::NAME,
+            aliases: &["serviceaccount"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::serviceaccount::run(ctx)),
+        },
     ]
 }
