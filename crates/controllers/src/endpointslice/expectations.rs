@@ -19,9 +19,12 @@ enum Expect {
     Gone,
 }
 
+/// A slice's name, what is expected of it, and since when.
+type Pending = Vec<(String, Expect, Instant)>;
+
 #[derive(Default)]
 pub struct Expectations {
-    pending: Mutex<HashMap<ObjectKey, Vec<(String, Expect, Instant)>>>,
+    pending: Mutex<HashMap<ObjectKey, Pending>>,
 }
 
 impl Expectations {

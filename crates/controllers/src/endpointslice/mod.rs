@@ -316,7 +316,7 @@ impl Reconciler for Slices {
                 self.recorder.warning(
                     service.as_ref(),
                     "FailedToUpdateEndpointSlices",
-                    &format!("Error updating Endpoint Slices for Service {key}: {error:#}"),
+                    format!("Error updating Endpoint Slices for Service {key}: {error:#}"),
                 );
             }
             return Err(error);

@@ -13,6 +13,7 @@ mod cluster;
 mod http;
 mod kubectl;
 mod kubelet;
+mod net_controllers;
 mod patch;
 mod policies;
 mod scheduling;
