@@ -22,7 +22,6 @@ use std::sync::Arc;
 #[derive(Clone, Debug, Default)]
 pub struct Group {
     pub address_type: String,
-    /// `None` only for the placeholder.
     pub ports: Option<Vec<EndpointPort>>,
     /// By endpoint key ([`endpoint_key`]).
     pub endpoints: BTreeMap<String, Endpoint>,
@@ -50,27 +49,24 @@ pub fn endpoint_key(endpoint: &Endpoint) -> String {
     endpoint.addresses.join(",")
 }
 
-/// The group key of an address type and port set.
+/// The group key of an address type and port set (no ports and an empty list are the
+/// same: the API does not keep an empty list).
 pub fn group_key(address_type: &str, ports: Option<&[EndpointPort]>) -> String {
-    match ports {
-        None => format!("{address_type}|placeholder"),
-        Some(ports) => {
-            let mut parts: Vec<String> = ports
-                .iter()
-                .map(|p| {
-                    format!(
-                        "{}/{}/{}/{}",
-                        p.name.as_deref().unwrap_or_default(),
-                        p.protocol.as_deref().unwrap_or("TCP"),
-                        p.port.unwrap_or_default(),
-                        p.app_protocol.as_deref().unwrap_or_default()
-                    )
-                })
-                .collect();
-            parts.sort();
-            format!("{address_type}|{}", parts.join(";"))
-        }
-    }
+    let mut parts: Vec<String> = ports
+        .unwrap_or_default()
+        .iter()
+        .map(|p| {
+            format!(
+                "{}/{}/{}/{}",
+                p.name.as_deref().unwrap_or_default(),
+                p.protocol.as_deref().unwrap_or("TCP"),
+                p.port.unwrap_or_default(),
+                p.app_protocol.as_deref().unwrap_or_default()
+            )
+        })
+        .collect();
+    parts.sort();
+    format!("{address_type}|{}", parts.join(";"))
 }
 
 fn slice_key(slice: &EndpointSlice) -> String {
@@ -78,7 +74,7 @@ fn slice_key(slice: &EndpointSlice) -> String {
 }
 
 fn is_placeholder(slice: &EndpointSlice) -> bool {
-    slice.ports.is_none() && slice.endpoints.is_empty()
+    slice.ports.as_ref().is_none_or(Vec::is_empty) && slice.endpoints.is_empty()
 }
 
 /// Plans the writes for `existing` slices to hold `desired` (keyed by [`group_key`]),
@@ -103,11 +99,6 @@ pub fn plan(
             to_delete.push(slice.clone());
             continue;
         };
-        if group.ports.is_none() {
-            // A placeholder matches a placeholder: handled at the end.
-            to_delete.push(slice.clone());
-            continue;
-        }
         let mut changed = false;
         let mut kept = vec![];
         for endpoint in &slice.endpoints {
@@ -139,9 +130,6 @@ pub fn plan(
     }
 
     for (key, group) in desired.iter_mut() {
-        if group.ports.is_none() {
-            continue;
-        }
         let mut remaining: Vec<Endpoint> =
             std::mem::take(&mut group.endpoints).into_values().collect();
         // 2. Fill slices already being updated.

@@ -282,29 +282,48 @@ async fn slices_and_endpoints_follow_pods_readiness_and_ports() {
 async fn a_large_service_is_split_into_slices_of_at_most_100() {
     let cluster = Cluster::start();
     let client = admin_client(&cluster).await;
-    let kubelet = FakeKubelet::start(client.clone(), &["node-a", "node-b"]).await;
-    wait_for_default_account(&client, "default").await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let services: Api<Service> = Api::namespaced(client.clone(), "default");
     let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
     let endpoints: Api<Endpoints> = Api::namespaced(client.clone(), "default");
     create_service(&services).await;
+    // 150 running, ready pods; their status is written here, all at once, as kubelets
+    // would (the fake kubelet writes one pod at a time).
     let creates = (0..150).map(|i| {
         let pods = pods.clone();
         async move {
-            let node = if i % 2 == 0 { "node-a" } else { "node-b" };
-            create_pod(&pods, &format!("web-{i}"), node).await;
+            let name = format!("web-{i}");
+            create_pod(&pods, &name, "node-a").await;
+            let status = json!({"status": {
+                "phase": "Running",
+                "podIP": format!("10.244.{}.{}", i / 100, i % 100 + 2),
+                "podIPs": [{"ip": format!("10.244.{}.{}", i / 100, i % 100 + 2)}],
+                "conditions": [{"type": "Ready", "status": "True"}],
+            }});
+            pods.patch_status(&name, &PatchParams::default(), &Patch::Merge(&status))
+                .await
+                .unwrap();
         }
     });
     futures::future::join_all(creates).await;
-    let found = eventually("150 ready endpoints", || {
-        let slices = slices.clone();
-        async move {
-            let found = service_slices(&slices).await;
-            (readiness(&found) == (150, 0)).then_some(found)
-        }
-    })
+    let last = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let seen = last.clone();
+    let waited = tokio::time::timeout(
+        WAIT,
+        eventually("150 ready endpoints", || {
+            let (slices, seen) = (slices.clone(), seen.clone());
+            async move {
+                let found = service_slices(&slices).await;
+                let sizes: Vec<usize> = found.iter().map(|s| s.endpoints.len()).collect();
+                *seen.lock().unwrap() = format!("{:?} sizes {sizes:?}", readiness(&found));
+                (readiness(&found) == (150, 0)).then_some(found)
+            }
+        }),
+    )
     .await;
+    let Ok(found) = waited else {
+        panic!("last seen: {}", last.lock().unwrap());
+    };
     let mut sizes: Vec<usize> = found.iter().map(|s| s.endpoints.len()).collect();
     sizes.sort();
     assert_eq!(sizes.len(), 2, "{sizes:?}");
@@ -317,7 +336,35 @@ async fn a_large_service_is_split_into_slices_of_at_most_100() {
         }
     })
     .await;
-    drop(kubelet);
+    // Ten pods go: the slices shrink in place, no slice is created.
+    let names: Vec<String> = found
+        .iter()
+        .map(|s| s.metadata.name.clone().unwrap())
+        .collect();
+    for i in 0..10 {
+        pods.delete(
+            &format!("web-{i}"),
+            &DeleteParams::default().grace_period(0),
+        )
+        .await
+        .unwrap();
+    }
+    let after = eventually("140 endpoints", || {
+        let slices = slices.clone();
+        async move {
+            let found = service_slices(&slices).await;
+            (readiness(&found) == (140, 0)).then_some(found)
+        }
+    })
+    .await;
+    let mut kept: Vec<String> = after
+        .iter()
+        .map(|s| s.metadata.name.clone().unwrap())
+        .collect();
+    kept.sort();
+    let mut names = names;
+    names.sort();
+    assert_eq!(kept, names, "the same slices, updated");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
