@@ -131,10 +131,21 @@ async fn write_token(
         },
         ..TokenRequest::default()
     };
-    let issued = accounts
-        .create_token_request(name, &PostParams::default(), &request)
-        .await
-        .with_context(|| format!("requesting a token for {name}"))?;
+    // A just-created account may not be visible to the token endpoint yet (it reads the
+    // API server's cache): retry a NotFound for a few seconds.
+    let mut attempts = 0;
+    let issued = loop {
+        match accounts
+            .create_token_request(name, &PostParams::default(), &request)
+            .await
+        {
+            Err(kube::Error::Api(s)) if s.code == 404 && attempts < 50 => {
+                attempts += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            result => break result.with_context(|| format!("requesting a token for {name}"))?,
+        }
+    };
     let token = issued.status.map(|s| s.token).unwrap_or_default();
     let temporary = path.with_extension("new");
     {

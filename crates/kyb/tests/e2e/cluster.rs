@@ -42,7 +42,36 @@ impl Cluster {
             .args(flags);
         let mut process = Process::spawn(&mut command).unwrap();
         process.wait_for_line("kyb server ready", DEADLINE).unwrap();
-        Self { process, dir, port }
+        let cluster = Self { process, dir, port };
+        // The controller manager creates the `default` namespace's `default` ServiceAccount
+        // and `kube-root-ca.crt` ConfigMap just after the server is ready; pods are refused
+        // until the account exists (Kubernetes has the same race). Tests choosing their
+        // controllers wait for what they need.
+        if !flags.iter().any(|f| f.starts_with("--controllers")) {
+            cluster.wait_for_default_account("default");
+            cluster.wait_for_path("/api/v1/namespaces/default/configmaps/kube-root-ca.crt");
+        }
+        cluster
+    }
+
+    /// Waits for the namespace's `default` ServiceAccount (the service-account controller
+    /// creates it just after the namespace).
+    pub fn wait_for_default_account(&self, namespace: &str) {
+        self.wait_for_path(&format!(
+            "/api/v1/namespaces/{namespace}/serviceaccounts/default"
+        ));
+    }
+
+    /// Waits until a GET of `path` succeeds.
+    pub fn wait_for_path(&self, path: &str) {
+        let deadline = std::time::Instant::now() + DEADLINE;
+        while self.http("GET", path, "application/json", b"").0 != 200 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{path} never appeared"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     pub fn kubeconfig(&self) -> PathBuf {

@@ -16,6 +16,7 @@ mod garbage_collection;
 mod http;
 mod kubectl;
 mod kubelet;
+mod net_controllers;
 mod nodes;
 mod patch;
 mod policies;

@@ -1,0 +1,277 @@
+//! What a Service's endpoints are made of, shared by the EndpointSlice and Endpoints
+//! controllers: which pods a Service selects, whether a pod belongs in its endpoints
+//! (it has an IP and is not finished), its readiness, the ports a Service port resolves
+//! to on it (a named `targetPort` looks up the pod's container port of that name), its
+//! DNS hostname, and the `endpoints.kubernetes.io/last-change-trigger-time` to record.
+
+use k8s_openapi::api::core::v1::{Pod, Service, ServicePort};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kyb_runtime::informer::{Informer, ObjectKey};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// The annotation recording when the change that led to the last write happened.
+pub const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
+/// The label marking headless Services' endpoints.
+pub const HEADLESS_LABEL: &str = "service.kubernetes.io/headless";
+
+/// The Service's selector when it selects pods (a Service without one, or with an empty
+/// one, has its endpoints managed by someone else).
+pub fn selector(service: &Service) -> Option<&BTreeMap<String, String>> {
+    service
+        .spec
+        .as_ref()
+        .and_then(|s| s.selector.as_ref())
+        .filter(|s| !s.is_empty())
+}
+
+/// Whether the Service is of type ExternalName (no endpoints at all).
+pub fn is_external_name(service: &Service) -> bool {
+    service.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("ExternalName")
+}
+
+/// Whether the Service is headless (`clusterIP: None`).
+pub fn is_headless(service: &Service) -> bool {
+    service.spec.as_ref().and_then(|s| s.cluster_ip.as_deref()) == Some("None")
+}
+
+/// Whether not-ready pods count as ready (`publishNotReadyAddresses`).
+pub fn publishes_not_ready(service: &Service) -> bool {
+    service
+        .spec
+        .as_ref()
+        .and_then(|s| s.publish_not_ready_addresses)
+        .unwrap_or(false)
+}
+
+/// The pods of the Service's namespace its selector matches.
+pub fn selected_pods(pods: &Informer<Pod>, service: &Service) -> Vec<Arc<Pod>> {
+    let Some(selector) = selector(service) else {
+        return vec![];
+    };
+    let namespace = service.metadata.namespace.as_deref().unwrap_or_default();
+    let mut selected = pods.list_namespace(namespace);
+    selected.retain(|p| crate::selector::map_matches(selector, p.metadata.labels.as_ref()));
+    selected
+}
+
+/// The keys of the Services of `services` whose selectors match the pod (before or after
+/// a change): what a pod change requeues.
+pub fn services_selecting(
+    services: &Informer<Service>,
+    namespace: &str,
+    labels: &[Option<&BTreeMap<String, String>>],
+) -> Vec<ObjectKey> {
+    services
+        .list_namespace(namespace)
+        .iter()
+        .filter(|s| {
+            selector(s)
+                .is_some_and(|sel| labels.iter().any(|l| crate::selector::map_matches(sel, *l)))
+        })
+        .map(|s| ObjectKey::of(s.as_ref()))
+        .collect()
+}
+
+/// Whether the pod belongs in endpoints: it has an IP, and has not finished for good
+/// (terminal for its restart policy). Terminating pods are included only when
+/// `include_terminating` (EndpointSlices always; Endpoints when publishing not-ready).
+pub fn should_be_in_endpoints(pod: &Pod, include_terminating: bool) -> bool {
+    let Some(status) = &pod.status else {
+        return false;
+    };
+    let has_ip = status.pod_ip.as_deref().is_some_and(|ip| !ip.is_empty())
+        || status.pod_ips.as_ref().is_some_and(|ips| !ips.is_empty());
+    if !has_ip {
+        return false;
+    }
+    if !include_terminating && pod.metadata.deletion_timestamp.is_some() {
+        return false;
+    }
+    let phase = status.phase.as_deref().unwrap_or_default();
+    let restart = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.restart_policy.as_deref())
+        .unwrap_or("Always");
+    match restart {
+        "Never" => phase != "Failed" && phase != "Succeeded",
+        "OnFailure" => phase != "Succeeded",
+        _ => true,
+    }
+}
+
+/// Whether the pod's `Ready` condition is true.
+pub fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        .is_some_and(|c| c.status == "True")
+}
+
+/// The pod's IPs (`status.podIPs`, else `status.podIP`).
+pub fn pod_ips(pod: &Pod) -> Vec<String> {
+    let Some(status) = &pod.status else {
+        return vec![];
+    };
+    let mut ips: Vec<String> = status
+        .pod_ips
+        .iter()
+        .flatten()
+        .map(|ip| ip.ip.clone())
+        .filter(|ip| !ip.is_empty())
+        .collect();
+    if ips.is_empty()
+        && let Some(ip) = status.pod_ip.as_ref().filter(|ip| !ip.is_empty())
+    {
+        ips.push(ip.clone());
+    }
+    ips
+}
+
+/// Whether `ip` is of the address family `family` (`IPv4` or `IPv6`).
+pub fn is_family(ip: &str, family: &str) -> bool {
+    match ip.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(_)) => family == "IPv4",
+        Ok(std::net::IpAddr::V6(_)) => family == "IPv6",
+        Err(_) => false,
+    }
+}
+
+/// The port a Service port reaches on the pod: its `targetPort` number (the service port
+/// when unset), or the pod's container port of that name; `None` when the name is not
+/// found on the pod.
+pub fn target_port(pod: &Pod, port: &ServicePort) -> Option<i32> {
+    match &port.target_port {
+        None => Some(port.port),
+        Some(IntOrString::Int(0)) => Some(port.port),
+        Some(IntOrString::Int(n)) => Some(*n),
+        Some(IntOrString::String(name)) => {
+            let protocol = port.protocol.as_deref().unwrap_or("TCP");
+            let spec = pod.spec.as_ref()?;
+            let sidecars = spec
+                .init_containers
+                .iter()
+                .flatten()
+                .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+            spec.containers
+                .iter()
+                .chain(sidecars)
+                .flat_map(|c| c.ports.iter().flatten())
+                .find(|p| {
+                    p.name.as_deref() == Some(name.as_str())
+                        && p.protocol.as_deref().unwrap_or("TCP") == protocol
+                })
+                .map(|p| p.container_port)
+        }
+    }
+}
+
+/// The pod's DNS hostname within the Service: its `hostname`, when its `subdomain` is
+/// the Service's name.
+pub fn hostname(pod: &Pod, service: &Service) -> Option<String> {
+    let spec = pod.spec.as_ref()?;
+    let hostname = spec.hostname.as_deref().filter(|h| !h.is_empty())?;
+    let same_namespace = pod.metadata.namespace == service.metadata.namespace;
+    (same_namespace && spec.subdomain.as_deref() == service.metadata.name.as_deref())
+        .then(|| hostname.to_string())
+}
+
+/// The trigger time to record: the latest of the Service's creation and the selected pods'
+/// last readiness transitions (creations for pods without one), in RFC 3339.
+pub fn trigger_time(service: &Service, pods: &[Arc<Pod>]) -> Option<String> {
+    let service_time = service.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    let pod_times = pods.iter().filter_map(|pod| {
+        pod.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+            .and_then(|c| c.last_transition_time.as_ref())
+            .or(pod.metadata.creation_timestamp.as_ref())
+            .map(|t| t.0)
+    });
+    service_time
+        .into_iter()
+        .chain(pod_times)
+        .max()
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    fn pod(v: serde_json::Value) -> Pod {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn target_ports_by_number_and_name() {
+        let p = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": [
+            {"name": "c", "ports": [{"name": "http", "containerPort": 8080},
+                                    {"name": "dns", "containerPort": 53, "protocol": "UDP"}]}]}}));
+        let port = |v| serde_json::from_value::<ServicePort>(v).unwrap();
+        assert_eq!(target_port(&p, &port(json!({"port": 80}))), Some(80));
+        assert_eq!(
+            target_port(&p, &port(json!({"port": 80, "targetPort": 9000}))),
+            Some(9000)
+        );
+        assert_eq!(
+            target_port(&p, &port(json!({"port": 80, "targetPort": "http"}))),
+            Some(8080)
+        );
+        assert_eq!(
+            target_port(&p, &port(json!({"port": 80, "targetPort": "dns"}))),
+            None,
+            "the protocol must match"
+        );
+        assert_eq!(
+            target_port(
+                &p,
+                &port(json!({"port": 53, "targetPort": "dns", "protocol": "UDP"}))
+            ),
+            Some(53)
+        );
+        assert_eq!(
+            target_port(&p, &port(json!({"port": 80, "targetPort": "nope"}))),
+            None
+        );
+    }
+
+    #[test]
+    fn which_pods_belong() {
+        let base = json!({"metadata": {"name": "p"}, "spec": {"containers": []},
+                          "status": {"phase": "Running", "podIP": "10.0.0.1"}});
+        assert!(should_be_in_endpoints(&pod(base.clone()), false));
+        let mut no_ip = base.clone();
+        no_ip["status"]["podIP"] = json!(null);
+        assert!(!should_be_in_endpoints(&pod(no_ip), true));
+        let mut done = base.clone();
+        done["status"]["phase"] = json!("Succeeded");
+        assert!(
+            should_be_in_endpoints(&pod(done.clone()), true),
+            "Always restarts"
+        );
+        done["spec"]["restartPolicy"] = json!("OnFailure");
+        assert!(!should_be_in_endpoints(&pod(done), true));
+        let mut deleting = base;
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        assert!(!should_be_in_endpoints(&pod(deleting.clone()), false));
+        assert!(should_be_in_endpoints(&pod(deleting), true));
+    }
+
+    #[test]
+    fn hostnames_need_the_service_as_subdomain() {
+        let svc: Service =
+            serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "a"}})).unwrap();
+        let p = |sub: &str| {
+            pod(json!({"metadata": {"name": "p", "namespace": "a"},
+                       "spec": {"containers": [], "hostname": "h", "subdomain": sub}}))
+        };
+        assert_eq!(hostname(&p("web"), &svc).as_deref(), Some("h"));
+        assert_eq!(hostname(&p("db"), &svc), None);
+    }
+}
