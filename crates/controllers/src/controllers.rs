@@ -49,10 +49,22 @@ pub fn all() -> Vec<Descriptor> {
             start: |ctx| Box::pin(crate::endpointslice::run(ctx)),
         },
         Descriptor {
+            name: crate::garbagecollector::NAME,
+            aliases: &["garbagecollector"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::garbagecollector::run(ctx)),
+        },
+        Descriptor {
             name: crate::job::NAME,
             aliases: &["job"],
             on_by_default: true,
             start: |ctx| Box::pin(crate::job::run(ctx)),
+        },
+        Descriptor {
+            name: crate::namespace::NAME,
+            aliases: &["namespace"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::namespace::run(ctx)),
         },
         Descriptor {
             name: crate::nodeipam::NAME,
