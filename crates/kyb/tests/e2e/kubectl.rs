@@ -493,9 +493,12 @@ fn errors_read_like_kubernetes() {
 fn a_terminating_namespace_refuses_new_objects() {
     let cluster = Cluster::start();
     cluster.kubectl_ok(&["create", "namespace", "leaving"]);
-    cluster.kubectl_ok(&["create", "configmap", "before", "-n", "leaving"]);
-    // The namespace controller finalizes namespaces; until it has, the namespace stays
-    // Terminating (kubectl would wait for it to go away).
+    // A finalizer on its content keeps the namespace Terminating: the namespace controller
+    // finalizes it only once it is empty.
+    cluster.kubectl_stdin(
+        &["create", "-f", "-"],
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"before","namespace":"leaving","finalizers":["example.com/hold"]}}"#,
+    );
     cluster.kubectl_ok(&["delete", "namespace", "leaving", "--wait=false"]);
     let phase = cluster.kubectl_ok(&[
         "get",
@@ -518,4 +521,27 @@ fn a_terminating_namespace_refuses_new_objects() {
         String::from_utf8_lossy(&missing.stderr).contains("namespaces \"nowhere\" not found"),
         "{missing:?}"
     );
+    // Released, the content goes and so does the namespace.
+    cluster.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "before",
+        "-n",
+        "leaving",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    let deadline = std::time::Instant::now() + DEADLINE;
+    while cluster
+        .kubectl(&["get", "namespace", "leaving"])
+        .status
+        .success()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "namespace not removed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
