@@ -338,7 +338,7 @@ fn owners_in_another_namespace_are_invalid_and_cluster_scoped_owners_are_fine() 
                 "-o",
                 "jsonpath={.items[*].message}",
             ])
-            .contains(&format!("does not exist in namespace \"default\""))
+            .contains("does not exist in namespace \"default\"")
     });
     assert!(exists(&cluster, "configmap", "owner", "other"));
     assert!(exists(&cluster, "configmap", "cluster-owned", "default"));
