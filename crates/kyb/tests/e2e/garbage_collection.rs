@@ -323,6 +323,25 @@ fn owners_in_another_namespace_are_invalid_and_cluster_scoped_owners_are_fine() 
         )],
         &[],
     );
+    // An owner of the right name but another UID counts as gone.
+    cluster.kubectl_ok(&["create", "configmap", "namesake"]);
+    owned_configmap(
+        &cluster,
+        "default",
+        "fooled",
+        &[(
+            "v1",
+            "ConfigMap",
+            "namesake",
+            "00000000-0000-0000-0000-000000000001",
+            false,
+        )],
+        &[],
+    );
+    wait_for("the dependent of a replaced owner to go", || {
+        !exists(&cluster, "configmap", "fooled", "default")
+    });
+    assert!(exists(&cluster, "configmap", "namesake", "default"));
     wait_for("the dependent of an owner elsewhere to go", || {
         !exists(&cluster, "configmap", "misplaced", "default")
     });
