@@ -486,3 +486,64 @@ fn deleting_a_namespace_empties_it_then_finalizes_it() {
             .is_empty()
     });
 }
+
+#[test]
+fn foreground_deletion_recurses_through_blocking_dependents() {
+    let cluster = Cluster::start();
+    cluster.kubectl_ok(&["create", "configmap", "top"]);
+    let top = uid(&cluster, "configmap", "top", "default");
+    owned_configmap(
+        &cluster,
+        "default",
+        "middle",
+        &[("v1", "ConfigMap", "top", &top, true)],
+        &[],
+    );
+    let middle = uid(&cluster, "configmap", "middle", "default");
+    owned_configmap(
+        &cluster,
+        "default",
+        "leaf",
+        &[("v1", "ConfigMap", "middle", &middle, true)],
+        &["example.com/hold"],
+    );
+    cluster.kubectl_ok(&[
+        "delete",
+        "configmap",
+        "top",
+        "--cascade=foreground",
+        "--wait=false",
+    ]);
+    // The middle object is deleted in the foreground too: it waits for the leaf.
+    wait_for("the middle to wait for the leaf", || {
+        field(
+            &cluster,
+            "configmap",
+            "middle",
+            "default",
+            "{.metadata.finalizers}",
+        ) == r#"["foregroundDeletion"]"#
+            && !field(
+                &cluster,
+                "configmap",
+                "leaf",
+                "default",
+                "{.metadata.deletionTimestamp}",
+            )
+            .is_empty()
+    });
+    assert!(exists(&cluster, "configmap", "top", "default"));
+    cluster.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "leaf",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    wait_for("the whole chain to go", || {
+        !exists(&cluster, "configmap", "top", "default")
+            && !exists(&cluster, "configmap", "middle", "default")
+            && !exists(&cluster, "configmap", "leaf", "default")
+    });
+}
