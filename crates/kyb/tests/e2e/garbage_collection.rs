@@ -323,6 +323,25 @@ fn owners_in_another_namespace_are_invalid_and_cluster_scoped_owners_are_fine() 
         )],
         &[],
     );
+    // An owner of the right name but another UID counts as gone.
+    cluster.kubectl_ok(&["create", "configmap", "namesake"]);
+    owned_configmap(
+        &cluster,
+        "default",
+        "fooled",
+        &[(
+            "v1",
+            "ConfigMap",
+            "namesake",
+            "00000000-0000-0000-0000-000000000001",
+            false,
+        )],
+        &[],
+    );
+    wait_for("the dependent of a replaced owner to go", || {
+        !exists(&cluster, "configmap", "fooled", "default")
+    });
+    assert!(exists(&cluster, "configmap", "namesake", "default"));
     wait_for("the dependent of an owner elsewhere to go", || {
         !exists(&cluster, "configmap", "misplaced", "default")
     });
@@ -338,7 +357,7 @@ fn owners_in_another_namespace_are_invalid_and_cluster_scoped_owners_are_fine() 
                 "-o",
                 "jsonpath={.items[*].message}",
             ])
-            .contains(&format!("does not exist in namespace \"default\""))
+            .contains("does not exist in namespace \"default\"")
     });
     assert!(exists(&cluster, "configmap", "owner", "other"));
     assert!(exists(&cluster, "configmap", "cluster-owned", "default"));
@@ -465,5 +484,66 @@ fn deleting_a_namespace_empties_it_then_finalizes_it() {
             ])
             .trim()
             .is_empty()
+    });
+}
+
+#[test]
+fn foreground_deletion_recurses_through_blocking_dependents() {
+    let cluster = Cluster::start();
+    cluster.kubectl_ok(&["create", "configmap", "top"]);
+    let top = uid(&cluster, "configmap", "top", "default");
+    owned_configmap(
+        &cluster,
+        "default",
+        "middle",
+        &[("v1", "ConfigMap", "top", &top, true)],
+        &[],
+    );
+    let middle = uid(&cluster, "configmap", "middle", "default");
+    owned_configmap(
+        &cluster,
+        "default",
+        "leaf",
+        &[("v1", "ConfigMap", "middle", &middle, true)],
+        &["example.com/hold"],
+    );
+    cluster.kubectl_ok(&[
+        "delete",
+        "configmap",
+        "top",
+        "--cascade=foreground",
+        "--wait=false",
+    ]);
+    // The middle object is deleted in the foreground too: it waits for the leaf.
+    wait_for("the middle to wait for the leaf", || {
+        field(
+            &cluster,
+            "configmap",
+            "middle",
+            "default",
+            "{.metadata.finalizers}",
+        ) == r#"["foregroundDeletion"]"#
+            && !field(
+                &cluster,
+                "configmap",
+                "leaf",
+                "default",
+                "{.metadata.deletionTimestamp}",
+            )
+            .is_empty()
+    });
+    assert!(exists(&cluster, "configmap", "top", "default"));
+    cluster.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "leaf",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    wait_for("the whole chain to go", || {
+        !exists(&cluster, "configmap", "top", "default")
+            && !exists(&cluster, "configmap", "middle", "default")
+            && !exists(&cluster, "configmap", "leaf", "default")
     });
 }
