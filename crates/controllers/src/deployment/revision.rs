@@ -43,12 +43,12 @@ pub fn template_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -
 
 fn without_hash(template: &PodTemplateSpec) -> PodTemplateSpec {
     let mut t = template.clone();
-    if let Some(meta) = t.metadata.as_mut() {
-        if let Some(labels) = meta.labels.as_mut() {
-            labels.remove(HASH_LABEL);
-            if labels.is_empty() {
-                meta.labels = None;
-            }
+    if let Some(meta) = t.metadata.as_mut()
+        && let Some(labels) = meta.labels.as_mut()
+    {
+        labels.remove(HASH_LABEL);
+        if labels.is_empty() {
+            meta.labels = None;
         }
     }
     t
