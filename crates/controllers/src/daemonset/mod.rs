@@ -559,7 +559,7 @@ impl Sync<'_> {
                     self.r.recorder.warning(
                         self.set,
                         "FailedDelete",
-                        format!("Error deleting: {error}"),
+                        format!("Error deleting: {}", api_message(&error)),
                     );
                     first_error.get_or_insert(
                         anyhow::Error::new(error).context(format!("deleting pod {name}")),
@@ -596,7 +596,7 @@ impl Sync<'_> {
                         self.r.recorder.warning(
                             self.set,
                             "FailedCreate",
-                            format!("Error creating: {error}"),
+                            format!("Error creating: {}", api_message(&error)),
                         );
                         first_error
                             .get_or_insert(anyhow::Error::new(error).context("creating a pod"));
@@ -724,5 +724,13 @@ mod tests {
         assert_eq!(scaled(Some(&IntOrString::String("25%".into())), 10, 1), 3);
         assert_eq!(scaled(Some(&IntOrString::Int(2)), 10, 1), 2);
         assert_eq!(scaled(Some(&IntOrString::String("0%".into())), 10, 0), 0);
+    }
+}
+
+/// What an API error says (its Status message), as Kubernetes' events quote it.
+fn api_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
     }
 }

@@ -519,8 +519,9 @@ impl Sync<'_> {
                     self.set,
                     "FailedCreate",
                     format!(
-                        "create Pod {name} in StatefulSet {} failed error: {error}",
-                        self.name()
+                        "create Pod {name} in StatefulSet {} failed error: {}",
+                        self.name(),
+                        api_message(&error)
                     ),
                 );
                 Err(error).with_context(|| format!("creating pod {name}"))
@@ -548,8 +549,9 @@ impl Sync<'_> {
                     self.set,
                     "FailedDelete",
                     format!(
-                        "delete Pod {name} in StatefulSet {} failed error: {error}",
-                        self.name()
+                        "delete Pod {name} in StatefulSet {} failed error: {}",
+                        self.name(),
+                        api_message(&error)
                     ),
                 );
                 Err(error).with_context(|| format!("deleting pod {name}"))
@@ -596,8 +598,9 @@ impl Sync<'_> {
                         self.set,
                         "FailedCreate",
                         format!(
-                            "create Claim {name} for Pod {pod_name} in StatefulSet {} failed error: {error}",
-                            self.name()
+                            "create Claim {name} for Pod {pod_name} in StatefulSet {} failed error: {}",
+                            self.name(),
+                            api_message(&error)
                         ),
                     );
                     return Err(error).with_context(|| format!("creating claim {name}"));
@@ -766,4 +769,12 @@ fn revision_of(pod: &Pod) -> Option<&str> {
         .as_ref()?
         .get(POD_REVISION_LABEL)
         .map(String::as_str)
+}
+
+/// What an API error says (its Status message), as Kubernetes' events quote it.
+fn api_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
+    }
 }

@@ -4,13 +4,30 @@
 use crate::cluster::Cluster;
 use crate::kubelet::{FakeKubelet, admin_client};
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, StatefulSet};
-use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim, Pod, ServiceAccount};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(60);
+
+/// A cluster with nodes played by the fake kubelet and the `default` service account
+/// (which admission wants before pods are created).
+async fn start(nodes: &[&str]) -> (Cluster, kube::Client, FakeKubelet) {
+    let cluster = Cluster::start();
+    let client = admin_client(&cluster).await;
+    let kubelet = FakeKubelet::start(client.clone(), nodes).await;
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    let account: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap();
+    match accounts.create(&PostParams::default(), &account).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => panic!("creating the default service account: {e}"),
+    }
+    (cluster, client, kubelet)
+}
 
 /// Polls `check` until it gives `Some`, failing with `what` after [`WAIT`].
 async fn until<T, F, Fut>(what: &str, mut check: F) -> T
@@ -109,9 +126,7 @@ fn merge(target: &mut serde_json::Value, patch: serde_json::Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statefulset_starts_in_order_and_keeps_claims_after_scale_down() {
-    let cluster = Cluster::start();
-    let client = admin_client(&cluster).await;
-    let kubelet = FakeKubelet::start(client.clone(), &["node-1", "node-2"]).await;
+    let (cluster, client, kubelet) = start(&["node-1", "node-2"]).await;
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
@@ -212,9 +227,7 @@ async fn statefulset_starts_in_order_and_keeps_claims_after_scale_down() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statefulset_parallel_rolling_update_with_partition_and_undo() {
-    let cluster = Cluster::start();
-    let client = admin_client(&cluster).await;
-    let _kubelet = FakeKubelet::start(client.clone(), &["node-1", "node-2"]).await;
+    let (cluster, client, _kubelet) = start(&["node-1", "node-2"]).await;
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     // Parallel: every pod at once, even while none is Ready.
@@ -381,9 +394,7 @@ async fn bound_nodes(pods: &Api<Pod>, selector: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemonset_runs_on_every_node_including_new_ones() {
-    let cluster = Cluster::start();
-    let client = admin_client(&cluster).await;
-    let mut kubelet = FakeKubelet::start(client.clone(), &["node-1", "node-2", "node-3"]).await;
+    let (cluster, client, mut kubelet) = start(&["node-1", "node-2", "node-3"]).await;
     let sets: Api<DaemonSet> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     sets.create(&PostParams::default(), &daemonset("agent", json!({})))
@@ -467,9 +478,7 @@ async fn daemonset_runs_on_every_node_including_new_ones() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemonset_node_selector_excludes_nodes() {
-    let cluster = Cluster::start();
-    let client = admin_client(&cluster).await;
-    let _kubelet = FakeKubelet::start(client.clone(), &["node-1", "node-2", "node-3"]).await;
+    let (cluster, client, _kubelet) = start(&["node-1", "node-2", "node-3"]).await;
     cluster.kubectl_ok(&["label", "node", "node-1", "node-2", "disk=ssd"]);
     let sets: Api<DaemonSet> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
@@ -499,10 +508,7 @@ async fn daemonset_node_selector_excludes_nodes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemonset_rolling_update_respects_max_unavailable() {
-    let cluster = Cluster::start();
-    let client = admin_client(&cluster).await;
-    let nodes = ["node-1", "node-2", "node-3", "node-4"];
-    let _kubelet = FakeKubelet::start(client.clone(), &nodes).await;
+    let (cluster, client, _kubelet) = start(&["node-1", "node-2", "node-3", "node-4"]).await;
     let sets: Api<DaemonSet> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let set = daemonset(
