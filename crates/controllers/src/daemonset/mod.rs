@@ -713,6 +713,14 @@ fn scaled(value: Option<&IntOrString>, total: i32, default: i32) -> i32 {
     }
 }
 
+/// What an API error says (its Status message), as Kubernetes' events quote it.
+fn api_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -724,13 +732,5 @@ mod tests {
         assert_eq!(scaled(Some(&IntOrString::String("25%".into())), 10, 1), 3);
         assert_eq!(scaled(Some(&IntOrString::Int(2)), 10, 1), 2);
         assert_eq!(scaled(Some(&IntOrString::String("0%".into())), 10, 0), 0);
-    }
-}
-
-/// What an API error says (its Status message), as Kubernetes' events quote it.
-fn api_message(error: &kube::Error) -> String {
-    match error {
-        kube::Error::Api(status) => status.message.clone(),
-        other => other.to_string(),
     }
 }

@@ -351,7 +351,7 @@ impl Sync<'_> {
                 condemned.push((ordinal, pod.clone()));
             }
         }
-        condemned.sort_by(|a, b| b.0.cmp(&a.0));
+        condemned.sort_by_key(|c| std::cmp::Reverse(c.0));
         let now = self.r.ctx.now();
         let requeue: Option<Duration> = wanted
             .values()
