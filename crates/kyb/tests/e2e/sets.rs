@@ -584,3 +584,53 @@ async fn daemonset_rolling_update_respects_max_unavailable() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statefulset_claim_retention_policy_sets_owners() {
+    let (cluster, client, _kubelet) = start(&["node-1"]).await;
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let set = statefulset(
+        "kv",
+        2,
+        json!({"spec": {
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete", "whenScaled": "Delete"},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}}}}],
+        }}),
+    );
+    let created = sets.create(&PostParams::default(), &set).await.unwrap();
+    let set_uid = created.metadata.uid.unwrap();
+    until("two ready replicas", || async {
+        let status = sets.get("kv").await.unwrap().status?;
+        (status.ready_replicas == Some(2)).then_some(())
+    })
+    .await;
+    // whenDeleted: Delete — the set owns its claims (not as their controller).
+    for name in ["data-kv-0", "data-kv-1"] {
+        let claim = claims.get(name).await.unwrap();
+        let owner = claim.metadata.owner_references.unwrap();
+        assert!(
+            owner
+                .iter()
+                .any(|r| r.uid == set_uid && r.kind == "StatefulSet" && r.controller != Some(true)),
+            "{name}: {owner:?}"
+        );
+    }
+    // whenScaled: Delete — a condemned pod's claim is handed to the pod before it goes.
+    let kv1_uid = pods.get("kv-1").await.unwrap().metadata.uid.unwrap();
+    cluster.kubectl_ok(&["scale", "statefulset", "kv", "--replicas=1"]);
+    until("kv-1 gone", || async {
+        (pod_names(&pods, "app=kv").await == vec!["kv-0"]).then_some(())
+    })
+    .await;
+    let claim = claims.get("data-kv-1").await.unwrap();
+    let owners = claim.metadata.owner_references.unwrap_or_default();
+    assert!(
+        owners.iter().any(|r| r.kind == "Pod" && r.uid == kv1_uid),
+        "{owners:?}"
+    );
+    assert!(!owners.iter().any(|r| r.uid == set_uid), "{owners:?}");
+}
