@@ -210,7 +210,7 @@ impl Sync<'_> {
 
     async fn run(&self) -> anyhow::Result<Action> {
         let pods = self.claim_pods().await?;
-        let revisions = self.revisions(&pods).await?;
+        let revisions = self.revisions().await?;
         let requeue = self.manage(&pods, &revisions).await?;
         // Status from what the informer holds now (our writes show up in later passes).
         let pods = self.owned_pods();
@@ -280,7 +280,7 @@ impl Sync<'_> {
         Ok(result)
     }
 
-    async fn revisions(&self, _pods: &[Arc<Pod>]) -> anyhow::Result<Revisions> {
+    async fn revisions(&self) -> anyhow::Result<Revisions> {
         let history = History::new(self.r.client.clone(), self.namespace());
         let owner = history::Owner {
             name: self.name(),
@@ -394,7 +394,7 @@ impl Sync<'_> {
                 }
                 continue;
             }
-            self.ensure_claims(ordinal, Some(pod)).await?;
+            self.ensure_claims(ordinal).await?;
             if readiness::is_terminating(pod) || !self.healthy(pod) {
                 unhealthy = true;
                 if monotonic {
@@ -486,7 +486,7 @@ impl Sync<'_> {
                     (&self.spec.template, &revisions.update)
                 };
                 let revision = revision.metadata.name.as_deref().unwrap_or_default();
-                self.ensure_claims(ordinal, None).await?;
+                self.ensure_claims(ordinal).await?;
                 self.create_pod(pods::new_pod(self.set, template, revision, ordinal))
                     .await
             }))
@@ -573,7 +573,7 @@ impl Sync<'_> {
 
     /// Creates the claims of `ordinal` that do not exist; keeps the set's reference on
     /// existing ones in line with `whenDeleted`.
-    async fn ensure_claims(&self, ordinal: i32, pod: Option<&Arc<Pod>>) -> anyhow::Result<()> {
+    async fn ensure_claims(&self, ordinal: i32) -> anyhow::Result<()> {
         let (when_deleted, _) = self.retention();
         let owner = when_deleted.then(|| pods::claim_owner(self.set));
         for claim in pods::new_claims(self.set, ordinal, owner.clone()) {
@@ -607,7 +607,6 @@ impl Sync<'_> {
                 }
             }
         }
-        let _ = pod;
         Ok(())
     }
 

@@ -634,3 +634,72 @@ async fn statefulset_claim_retention_policy_sets_owners() {
     );
     assert!(!owners.iter().any(|r| r.uid == set_uid), "{owners:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemonset_rolling_update_with_max_surge_keeps_every_node_served() {
+    let (_cluster, client, _kubelet) = start(&["node-1", "node-2", "node-3"]).await;
+    let sets: Api<DaemonSet> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let set = daemonset(
+        "surge",
+        json!({"spec": {"updateStrategy": {"type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}}}),
+    );
+    sets.create(&PostParams::default(), &set).await.unwrap();
+    until("three available", || async {
+        let status = sets.get("surge").await.unwrap().status?;
+        (status.number_available == Some(3)).then_some(())
+    })
+    .await;
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "agent", "image": "agent:2"}]}}}});
+    sets.patch("surge", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    // Every node keeps a Ready pod throughout, and at most one node runs two.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let listed = pods
+            .list(&ListParams::default().labels("app=surge"))
+            .await
+            .unwrap()
+            .items;
+        let live: Vec<&Pod> = listed
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .collect();
+        assert!(
+            live.len() <= 4,
+            "{} pods: more than one surging",
+            live.len()
+        );
+        let mut served: Vec<String> = live
+            .iter()
+            .filter(|p| is_ready(p))
+            .filter_map(|p| p.spec.as_ref()?.node_name.clone())
+            .collect();
+        served.sort();
+        served.dedup();
+        assert_eq!(served.len(), 3, "a node without a Ready pod: {served:?}");
+        let updated = live
+            .iter()
+            .filter(|p| {
+                is_ready(p)
+                    && p.spec.as_ref().unwrap().containers[0].image.as_deref() == Some("agent:2")
+            })
+            .count();
+        if updated == 3 && live.len() == 3 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "rollout stuck: {updated} updated"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    until("rolled status", || async {
+        let status = sets.get("surge").await.unwrap().status?;
+        (status.updated_number_scheduled == Some(3) && status.number_available == Some(3))
+            .then_some(())
+    })
+    .await;
+}
