@@ -559,7 +559,7 @@ impl Sync<'_> {
                     self.r.recorder.warning(
                         self.set,
                         "FailedDelete",
-                        format!("Error deleting: {error}"),
+                        format!("Error deleting: {}", api_message(&error)),
                     );
                     first_error.get_or_insert(
                         anyhow::Error::new(error).context(format!("deleting pod {name}")),
@@ -596,7 +596,7 @@ impl Sync<'_> {
                         self.r.recorder.warning(
                             self.set,
                             "FailedCreate",
-                            format!("Error creating: {error}"),
+                            format!("Error creating: {}", api_message(&error)),
                         );
                         first_error
                             .get_or_insert(anyhow::Error::new(error).context("creating a pod"));
@@ -710,6 +710,14 @@ fn scaled(value: Option<&IntOrString>, total: i32, default: i32) -> i32 {
             let percent: i64 = s.trim_end_matches('%').parse().unwrap_or(0);
             i32::try_from((percent * i64::from(total) + 99) / 100).unwrap_or(i32::MAX)
         }
+    }
+}
+
+/// What an API error says (its Status message), as Kubernetes' events quote it.
+fn api_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
     }
 }
 

@@ -210,7 +210,7 @@ impl Sync<'_> {
 
     async fn run(&self) -> anyhow::Result<Action> {
         let pods = self.claim_pods().await?;
-        let revisions = self.revisions(&pods).await?;
+        let revisions = self.revisions().await?;
         let requeue = self.manage(&pods, &revisions).await?;
         // Status from what the informer holds now (our writes show up in later passes).
         let pods = self.owned_pods();
@@ -280,7 +280,7 @@ impl Sync<'_> {
         Ok(result)
     }
 
-    async fn revisions(&self, _pods: &[Arc<Pod>]) -> anyhow::Result<Revisions> {
+    async fn revisions(&self) -> anyhow::Result<Revisions> {
         let history = History::new(self.r.client.clone(), self.namespace());
         let owner = history::Owner {
             name: self.name(),
@@ -351,7 +351,7 @@ impl Sync<'_> {
                 condemned.push((ordinal, pod.clone()));
             }
         }
-        condemned.sort_by(|a, b| b.0.cmp(&a.0));
+        condemned.sort_by_key(|c| std::cmp::Reverse(c.0));
         let now = self.r.ctx.now();
         let requeue: Option<Duration> = wanted
             .values()
@@ -394,7 +394,7 @@ impl Sync<'_> {
                 }
                 continue;
             }
-            self.ensure_claims(ordinal, Some(pod)).await?;
+            self.ensure_claims(ordinal).await?;
             if readiness::is_terminating(pod) || !self.healthy(pod) {
                 unhealthy = true;
                 if monotonic {
@@ -486,7 +486,7 @@ impl Sync<'_> {
                     (&self.spec.template, &revisions.update)
                 };
                 let revision = revision.metadata.name.as_deref().unwrap_or_default();
-                self.ensure_claims(ordinal, None).await?;
+                self.ensure_claims(ordinal).await?;
                 self.create_pod(pods::new_pod(self.set, template, revision, ordinal))
                     .await
             }))
@@ -519,8 +519,9 @@ impl Sync<'_> {
                     self.set,
                     "FailedCreate",
                     format!(
-                        "create Pod {name} in StatefulSet {} failed error: {error}",
-                        self.name()
+                        "create Pod {name} in StatefulSet {} failed error: {}",
+                        self.name(),
+                        api_message(&error)
                     ),
                 );
                 Err(error).with_context(|| format!("creating pod {name}"))
@@ -548,8 +549,9 @@ impl Sync<'_> {
                     self.set,
                     "FailedDelete",
                     format!(
-                        "delete Pod {name} in StatefulSet {} failed error: {error}",
-                        self.name()
+                        "delete Pod {name} in StatefulSet {} failed error: {}",
+                        self.name(),
+                        api_message(&error)
                     ),
                 );
                 Err(error).with_context(|| format!("deleting pod {name}"))
@@ -571,7 +573,7 @@ impl Sync<'_> {
 
     /// Creates the claims of `ordinal` that do not exist; keeps the set's reference on
     /// existing ones in line with `whenDeleted`.
-    async fn ensure_claims(&self, ordinal: i32, pod: Option<&Arc<Pod>>) -> anyhow::Result<()> {
+    async fn ensure_claims(&self, ordinal: i32) -> anyhow::Result<()> {
         let (when_deleted, _) = self.retention();
         let owner = when_deleted.then(|| pods::claim_owner(self.set));
         for claim in pods::new_claims(self.set, ordinal, owner.clone()) {
@@ -596,15 +598,15 @@ impl Sync<'_> {
                         self.set,
                         "FailedCreate",
                         format!(
-                            "create Claim {name} for Pod {pod_name} in StatefulSet {} failed error: {error}",
-                            self.name()
+                            "create Claim {name} for Pod {pod_name} in StatefulSet {} failed error: {}",
+                            self.name(),
+                            api_message(&error)
                         ),
                     );
                     return Err(error).with_context(|| format!("creating claim {name}"));
                 }
             }
         }
-        let _ = pod;
         Ok(())
     }
 
@@ -766,4 +768,12 @@ fn revision_of(pod: &Pod) -> Option<&str> {
         .as_ref()?
         .get(POD_REVISION_LABEL)
         .map(String::as_str)
+}
+
+/// What an API error says (its Status message), as Kubernetes' events quote it.
+fn api_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
+    }
 }

@@ -4,13 +4,30 @@
 use crate::cluster::Cluster;
 use crate::kubelet::{FakeKubelet, admin_client};
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, StatefulSet};
-use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim, Pod, ServiceAccount};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(60);
+
+/// A cluster with nodes played by the fake kubelet and the `default` service account
+/// (which admission wants before pods are created).
+async fn start(nodes: &[&str]) -> (Cluster, kube::Client, FakeKubelet) {
+    let cluster = Cluster::start();
+    let client = admin_client(&cluster).await;
+    let kubelet = FakeKubelet::start(client.clone(), nodes).await;
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    let account: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap();
+    match accounts.create(&PostParams::default(), &account).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => panic!("creating the default service account: {e}"),
+    }
+    (cluster, client, kubelet)
+}
 
 /// Polls `check` until it gives `Some`, failing with `what` after [`WAIT`].
 async fn until<T, F, Fut>(what: &str, mut check: F) -> T
@@ -109,9 +126,7 @@ fn merge(target: &mut serde_json::Value, patch: serde_json::Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statefulset_starts_in_order_and_keeps_claims_after_scale_down() {
-    let cluster = Cluster::start();
-    let client = admin_client(&cluster).await;
-    let kubelet = FakeKubelet::start(client.clone(), &["node-1", "node-2"]).await;
+    let (cluster, client, kubelet) = start(&["node-1", "node-2"]).await;
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
@@ -212,9 +227,7 @@ async fn statefulset_starts_in_order_and_keeps_claims_after_scale_down() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statefulset_parallel_rolling_update_with_partition_and_undo() {
-    let cluster = Cluster::start();
-    let client = admin_client(&cluster).await;
-    let _kubelet = FakeKubelet::start(client.clone(), &["node-1", "node-2"]).await;
+    let (cluster, client, _kubelet) = start(&["node-1", "node-2"]).await;
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     // Parallel: every pod at once, even while none is Ready.
@@ -381,9 +394,7 @@ async fn bound_nodes(pods: &Api<Pod>, selector: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemonset_runs_on_every_node_including_new_ones() {
-    let cluster = Cluster::start();
-    let client = admin_client(&cluster).await;
-    let mut kubelet = FakeKubelet::start(client.clone(), &["node-1", "node-2", "node-3"]).await;
+    let (cluster, client, mut kubelet) = start(&["node-1", "node-2", "node-3"]).await;
     let sets: Api<DaemonSet> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     sets.create(&PostParams::default(), &daemonset("agent", json!({})))
@@ -467,9 +478,7 @@ async fn daemonset_runs_on_every_node_including_new_ones() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemonset_node_selector_excludes_nodes() {
-    let cluster = Cluster::start();
-    let client = admin_client(&cluster).await;
-    let _kubelet = FakeKubelet::start(client.clone(), &["node-1", "node-2", "node-3"]).await;
+    let (cluster, client, _kubelet) = start(&["node-1", "node-2", "node-3"]).await;
     cluster.kubectl_ok(&["label", "node", "node-1", "node-2", "disk=ssd"]);
     let sets: Api<DaemonSet> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
@@ -499,10 +508,7 @@ async fn daemonset_node_selector_excludes_nodes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn daemonset_rolling_update_respects_max_unavailable() {
-    let cluster = Cluster::start();
-    let client = admin_client(&cluster).await;
-    let nodes = ["node-1", "node-2", "node-3", "node-4"];
-    let _kubelet = FakeKubelet::start(client.clone(), &nodes).await;
+    let (cluster, client, _kubelet) = start(&["node-1", "node-2", "node-3", "node-4"]).await;
     let sets: Api<DaemonSet> = Api::namespaced(client.clone(), "default");
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let set = daemonset(
@@ -575,6 +581,125 @@ async fn daemonset_rolling_update_respects_max_unavailable() {
             .filter(|p| p.spec.as_ref().unwrap().containers[0].image.as_deref() == Some("agent:1"))
             .count();
         (back == 4 && listed.len() == 4).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statefulset_claim_retention_policy_sets_owners() {
+    let (cluster, client, _kubelet) = start(&["node-1"]).await;
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "default");
+    let set = statefulset(
+        "kv",
+        2,
+        json!({"spec": {
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete", "whenScaled": "Delete"},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}}}}],
+        }}),
+    );
+    let created = sets.create(&PostParams::default(), &set).await.unwrap();
+    let set_uid = created.metadata.uid.unwrap();
+    until("two ready replicas", || async {
+        let status = sets.get("kv").await.unwrap().status?;
+        (status.ready_replicas == Some(2)).then_some(())
+    })
+    .await;
+    // whenDeleted: Delete — the set owns its claims (not as their controller).
+    for name in ["data-kv-0", "data-kv-1"] {
+        let claim = claims.get(name).await.unwrap();
+        let owner = claim.metadata.owner_references.unwrap();
+        assert!(
+            owner
+                .iter()
+                .any(|r| r.uid == set_uid && r.kind == "StatefulSet" && r.controller != Some(true)),
+            "{name}: {owner:?}"
+        );
+    }
+    // whenScaled: Delete — a condemned pod's claim is handed to the pod before it goes.
+    let kv1_uid = pods.get("kv-1").await.unwrap().metadata.uid.unwrap();
+    cluster.kubectl_ok(&["scale", "statefulset", "kv", "--replicas=1"]);
+    until("kv-1 gone", || async {
+        (pod_names(&pods, "app=kv").await == vec!["kv-0"]).then_some(())
+    })
+    .await;
+    let claim = claims.get("data-kv-1").await.unwrap();
+    let owners = claim.metadata.owner_references.unwrap_or_default();
+    assert!(
+        owners.iter().any(|r| r.kind == "Pod" && r.uid == kv1_uid),
+        "{owners:?}"
+    );
+    assert!(!owners.iter().any(|r| r.uid == set_uid), "{owners:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn daemonset_rolling_update_with_max_surge_keeps_every_node_served() {
+    let (_cluster, client, _kubelet) = start(&["node-1", "node-2", "node-3"]).await;
+    let sets: Api<DaemonSet> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let set = daemonset(
+        "surge",
+        json!({"spec": {"updateStrategy": {"type": "RollingUpdate",
+            "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}}}}),
+    );
+    sets.create(&PostParams::default(), &set).await.unwrap();
+    until("three available", || async {
+        let status = sets.get("surge").await.unwrap().status?;
+        (status.number_available == Some(3)).then_some(())
+    })
+    .await;
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "agent", "image": "agent:2"}]}}}});
+    sets.patch("surge", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    // Every node keeps a Ready pod throughout, and at most one node runs two.
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let listed = pods
+            .list(&ListParams::default().labels("app=surge"))
+            .await
+            .unwrap()
+            .items;
+        let live: Vec<&Pod> = listed
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .collect();
+        assert!(
+            live.len() <= 4,
+            "{} pods: more than one surging",
+            live.len()
+        );
+        let mut served: Vec<String> = live
+            .iter()
+            .filter(|p| is_ready(p))
+            .filter_map(|p| p.spec.as_ref()?.node_name.clone())
+            .collect();
+        served.sort();
+        served.dedup();
+        assert_eq!(served.len(), 3, "a node without a Ready pod: {served:?}");
+        let updated = live
+            .iter()
+            .filter(|p| {
+                is_ready(p)
+                    && p.spec.as_ref().unwrap().containers[0].image.as_deref() == Some("agent:2")
+            })
+            .count();
+        if updated == 3 && live.len() == 3 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "rollout stuck: {updated} updated"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    until("rolled status", || async {
+        let status = sets.get("surge").await.unwrap().status?;
+        (status.updated_number_scheduled == Some(3) && status.number_available == Some(3))
+            .then_some(())
     })
     .await;
 }
