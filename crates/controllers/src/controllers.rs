@@ -20,6 +20,12 @@ pub fn all() -> Vec<Descriptor> {
         // One entry per controller, sorted by name:
         // Descriptor { name: "deployment-controller", aliases: &["deployment"], on_by_default: true, start: |ctx| Box::pin(crate::deployment::run(ctx)) },
         Descriptor {
+            name: crate::cronjob::NAME,
+            aliases: &["cronjob"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::cronjob::run(ctx)),
+        },
+        Descriptor {
             name: crate::job::NAME,
             aliases: &["job"],
             on_by_default: true,

@@ -16,6 +16,7 @@ pub mod clock;
 pub mod context;
 pub mod controllers;
 pub mod credentials;
+pub mod cronjob;
 pub mod job;
 pub mod manager;
 pub mod options;
