@@ -279,7 +279,7 @@ impl CronJobReconciler {
         };
         let tz = match zone_name.as_deref().or(parsed.zone.as_deref()) {
             None => jiff::tz::TimeZone::UTC,
-            Some(name) => match jiff::tz::TimeZone::get(name) {
+            Some(name) => match schedule::time_zone(name) {
                 Ok(tz) => tz,
                 Err(e) => {
                     self.recorder.warning(

@@ -6,12 +6,50 @@
 //! prefix names the schedule's time zone; it is refused when `spec.timeZone` is set, as
 //! Kubernetes' validation refuses it.
 //!
-//! Times are found in the schedule's zone (civil minutes, DST gaps resolved forward) and
+//! Zones come from the system's tz database ([`time_zone`]). Times are found in the
+//! schedule's zone (civil minutes, DST gaps resolved forward) and
 //! returned as instants.
 
 use jiff::civil::{Date, DateTime};
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, ToSpan};
+
+/// The IANA time zone `name`, read from the system's tz database (`$ZONEINFO`,
+/// `/usr/share/zoneinfo`, ...) as Go's `time.LoadLocation` reads it; `UTC` and `Local`
+/// as Go names them.
+pub fn time_zone(name: &str) -> Result<TimeZone, String> {
+    if name.is_empty() || name == "UTC" {
+        return Ok(TimeZone::UTC);
+    }
+    if name == "Local" {
+        return Ok(TimeZone::system());
+    }
+    let valid = !name.starts_with('/')
+        && name
+            .split('/')
+            .all(|part| !part.is_empty() && part != ".." && part != ".");
+    if !valid {
+        return Err(format!("unknown time zone {name}"));
+    }
+    let mut dirs: Vec<std::path::PathBuf> = vec![];
+    if let Some(dir) = std::env::var_os("ZONEINFO") {
+        dirs.push(dir.into());
+    }
+    for dir in [
+        "/usr/share/zoneinfo",
+        "/usr/share/lib/zoneinfo",
+        "/usr/lib/locale/TZ",
+        "/etc/zoneinfo",
+    ] {
+        dirs.push(dir.into());
+    }
+    for dir in dirs {
+        if let Ok(data) = std::fs::read(dir.join(name)) {
+            return TimeZone::tzif(name, &data).map_err(|e| e.to_string());
+        }
+    }
+    Err(format!("unknown time zone {name}"))
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Schedule {
@@ -363,7 +401,9 @@ mod tests {
 
     #[test]
     fn time_zones() {
-        let berlin = TimeZone::get("Europe/Berlin").unwrap();
+        let berlin = time_zone("Europe/Berlin").unwrap();
+        assert!(time_zone("Mars/Olympus").is_err());
+        assert!(time_zone("../etc/passwd").is_err());
         let s = Schedule::parse("0 9 * * *", true).unwrap();
         assert_eq!(
             s.next(ts("2026-07-01T00:00:00Z"), &berlin)
