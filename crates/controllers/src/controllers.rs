@@ -19,6 +19,12 @@ pub fn all() -> Vec<Descriptor> {
     vec![
         // One entry per controller, sorted by name:
         Descriptor {
+            name: crate::cronjob::NAME,
+            aliases: &["cronjob"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::cronjob::run(ctx)),
+        },
+        Descriptor {
             name: crate::daemonset::NAME,
             aliases: &["daemonset"],
             on_by_default: true,

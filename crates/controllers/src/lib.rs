@@ -16,6 +16,7 @@ pub mod clock;
 pub mod context;
 pub mod controllers;
 pub mod credentials;
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;

@@ -5,13 +5,14 @@
 
 use crate::cluster::Cluster;
 use crate::kubelet::{FakeKubelet, admin_client};
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{Event, Pod, ServiceAccount};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(60);
+const SCHEDULED: &str = "batch.kubernetes.io/cronjob-scheduled-timestamp";
 
 fn job_manifest(name: &str, exit: Option<&str>, spec: Value) -> Job {
     let annotations = match exit {
@@ -419,4 +420,201 @@ async fn finished_jobs_are_deleted_after_their_ttl() {
     );
     wait_condition(&jobs, "kept", "Complete").await;
     assert!(jobs.get_opt("kept").await.unwrap().is_some());
+}
+
+/// A cluster whose CronJobs are run by a controller in this process, on a fake clock set
+/// to the next whole minute after now.
+async fn start_cron() -> (
+    Cluster,
+    kube::Client,
+    FakeKubelet,
+    std::sync::Arc<kyb_controllers::clock::FakeClock>,
+) {
+    let dir = kyb_testkit::temp_dir("cluster").unwrap();
+    let cluster = Cluster::start_with(dir, &["--controllers=*,-cronjob-controller"]);
+    let client = admin_client(&cluster).await;
+    let kubelet = FakeKubelet::start(client.clone(), &["node-1"]).await;
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
+    let account: ServiceAccount =
+        serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap();
+    let _ = accounts.create(&PostParams::default(), &account).await;
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    let start = k8s_openapi::jiff::Timestamp::from_second((now / 60 + 1) * 60 + 1).unwrap();
+    let clock = std::sync::Arc::new(kyb_controllers::clock::FakeClock::new(start));
+    let mut config = kyb_controllers::manager::Config::new(kyb_controllers::options::Options {
+        controllers: vec!["cronjob-controller".into()],
+        ..Default::default()
+    });
+    config.clock = clock.clone();
+    let clients = kyb_controllers::credentials::Clients::shared(client.clone());
+    tokio::spawn(kyb_controllers::manager::run(clients, config));
+    (cluster, client, kubelet, clock)
+}
+
+fn cronjob_manifest(name: &str, exit: Option<&str>, spec: Value) -> CronJob {
+    let job = job_manifest(name, exit, json!({}));
+    let mut manifest = json!({
+        "apiVersion": "batch/v1", "kind": "CronJob",
+        "metadata": {"name": name},
+        "spec": {"schedule": "* * * * *",
+                 "jobTemplate": {"metadata": {"labels": {"cron": name}}, "spec": job.spec}},
+    });
+    if let (Some(target), Value::Object(extra)) = (manifest["spec"].as_object_mut(), spec) {
+        target.extend(extra);
+    }
+    serde_json::from_value(manifest).unwrap()
+}
+
+/// Nudges the controller to look at a CronJob again (after the clock moved).
+async fn poke(cronjobs: &Api<CronJob>, name: &str, n: u32) {
+    let patch = json!({"metadata": {"annotations": {"kyb.test/poke": n.to_string()}}});
+    cronjobs
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+async fn job_names(jobs: &Api<Job>, cron: &str) -> Vec<String> {
+    let mut names: Vec<String> = jobs
+        .list(&ListParams::default().labels(&format!("cron={cron}")))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|j| j.metadata.deletion_timestamp.is_none())
+        .map(|j| j.metadata.name.unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+fn minute_name(cron: &str, clock: &kyb_controllers::clock::FakeClock) -> String {
+    use kyb_controllers::clock::Clock;
+    format!("{cron}-{}", clock.now().as_second() / 60)
+}
+
+#[tokio::test]
+async fn cronjobs_run_on_schedule_forbid_and_replace() {
+    let (_cluster, client, _kubelet, clock) = start_cron().await;
+    let cronjobs: Api<CronJob> = Api::namespaced(client.clone(), "default");
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    cronjobs
+        .create(
+            &PostParams::default(),
+            &cronjob_manifest("tick", None, json!({"concurrencyPolicy": "Forbid"})),
+        )
+        .await
+        .unwrap();
+    // The first minute after creation is due: one Job, named for its minute.
+    let first = minute_name("tick", &clock);
+    wait_for("the first job", || async {
+        (job_names(&jobs, "tick").await == [first.clone()]).then_some(())
+    })
+    .await;
+    let job = jobs.get(&first).await.unwrap();
+    let stamp = &job.metadata.annotations.as_ref().unwrap()[SCHEDULED];
+    assert_eq!(
+        stamp
+            .parse::<k8s_openapi::jiff::Timestamp>()
+            .unwrap()
+            .as_second()
+            % 60,
+        0
+    );
+    let owner = &job.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("CronJob", "tick")
+    );
+    let status = wait_for("status.active", || async {
+        let status = cronjobs.get("tick").await.ok()?.status?;
+        (status.active.as_ref().map(Vec::len) == Some(1)).then_some(status)
+    })
+    .await;
+    assert!(status.last_schedule_time.is_some());
+
+    // Forbid: the job still runs, so the next minute starts nothing.
+    clock.advance(Duration::from_secs(60));
+    poke(&cronjobs, "tick", 1).await;
+    wait_for("the JobAlreadyActive event", || async {
+        events_of(&client, "tick")
+            .await
+            .iter()
+            .any(|(r, _)| r == "JobAlreadyActive")
+            .then_some(())
+    })
+    .await;
+    assert_eq!(job_names(&jobs, "tick").await, [first.clone()]);
+
+    // Replace: the running job gives way to the new one.
+    let replace = json!({"spec": {"concurrencyPolicy": "Replace"}});
+    cronjobs
+        .patch("tick", &PatchParams::default(), &Patch::Merge(&replace))
+        .await
+        .unwrap();
+    clock.advance(Duration::from_secs(60));
+    let third = minute_name("tick", &clock);
+    poke(&cronjobs, "tick", 2).await;
+    wait_for("the replacement", || async {
+        (job_names(&jobs, "tick").await == [third.clone()]).then_some(())
+    })
+    .await;
+    let events = events_of(&client, "tick").await;
+    assert!(events.contains(&(
+        "SuccessfulCreate".to_string(),
+        format!("Created job {first}")
+    )));
+    assert!(events.contains(&(
+        "SuccessfulDelete".to_string(),
+        format!("Deleted job {first}")
+    )));
+    assert!(events.contains(&(
+        "SuccessfulCreate".to_string(),
+        format!("Created job {third}")
+    )));
+}
+
+#[tokio::test]
+async fn cronjobs_keep_their_history_limits() {
+    let (_cluster, client, _kubelet, clock) = start_cron().await;
+    let cronjobs: Api<CronJob> = Api::namespaced(client.clone(), "default");
+    let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
+    cronjobs
+        .create(
+            &PostParams::default(),
+            &cronjob_manifest("done", Some("0"), json!({"successfulJobsHistoryLimit": 1})),
+        )
+        .await
+        .unwrap();
+    let mut names = vec![];
+    for n in 0..3u32 {
+        if n > 0 {
+            clock.advance(Duration::from_secs(60));
+            poke(&cronjobs, "done", n).await;
+        }
+        let name = minute_name("done", &clock);
+        wait_for(&format!("job {name} to complete"), || async {
+            let job = jobs.get(&name).await.ok()?;
+            condition(&job, "Complete")
+                .filter(|c| c.0 == "True")
+                .map(|_| ())
+        })
+        .await;
+        names.push(name);
+    }
+    // Only the newest completed job is kept.
+    wait_for("history to be pruned", || async {
+        (job_names(&jobs, "done").await == [names[2].clone()]).then_some(())
+    })
+    .await;
+    let status = wait_for("lastSuccessfulTime", || async {
+        let status = cronjobs.get("done").await.ok()?.status?;
+        (status.last_successful_time.is_some() && status.active.is_none()).then_some(status)
+    })
+    .await;
+    assert!(status.last_schedule_time.is_some());
+    let events = events_of(&client, "done").await;
+    assert!(events.iter().any(|(r, m)| r == "SawCompletedJob"
+        && m.starts_with("Saw completed job: done-")
+        && m.ends_with("condition: Complete")));
 }
