@@ -259,7 +259,7 @@ impl Reconciler for Ipam {
             .is_some_and(|s| s.pod_cidr.as_deref().is_some_and(|c| !c.is_empty()));
         if has_cidr {
             let mut state = self.state();
-            if !state.held.get(name).is_some_and(|h| !h.is_empty()) {
+            if state.held.get(name).is_none_or(|h| h.is_empty()) {
                 state.occupy(&node);
             }
             return Ok(Action::Done);
@@ -294,7 +294,7 @@ impl Reconciler for Ipam {
             self.recorder.normal(
                 node.as_ref(),
                 "CIDRNotAvailable",
-                &format!("Node {name} status is now: CIDRNotAvailable"),
+                format!("Node {name} status is now: CIDRNotAvailable"),
             );
             return Ok(Action::RequeueAfter(Duration::from_secs(30)));
         };

@@ -341,7 +341,7 @@ impl Reconciler for Disruption {
                         self.recorder.warning(
                             budget.as_ref(),
                             "CalculateExpectedPodCountFailed",
-                            &format!("Failed to calculate the number of expected pods: {message}"),
+                            format!("Failed to calculate the number of expected pods: {message}"),
                         );
                         message
                     }

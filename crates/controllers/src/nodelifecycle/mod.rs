@@ -202,7 +202,7 @@ impl Lifecycle {
             self.recorder.normal(
                 &updated,
                 "NodeNotReady",
-                &format!("Node {name} status is now: NodeNotReady"),
+                format!("Node {name} status is now: NodeNotReady"),
             );
         }
         Ok(Some(updated))
@@ -291,7 +291,7 @@ impl Lifecycle {
         self.eviction_recorder.normal(
             pod,
             "TaintManagerEviction",
-            &format!("Marking for deletion Pod {namespace}/{name}"),
+            format!("Marking for deletion Pod {namespace}/{name}"),
         );
         let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         // The DisruptionTarget condition first, as Kubernetes does (best effort).
