@@ -261,7 +261,10 @@ async fn new_nodes_lose_the_not_ready_taint_and_get_pod_cidrs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cordon_and_drain_respect_disruption_budgets() {
-    let cluster = Cluster::start();
+    // The ReplicaSet only makes `guarded-1` a managed pod; its controller stays off, or it
+    // would manage the pod count itself.
+    let dir = kyb_testkit::temp_dir("cluster").unwrap();
+    let cluster = Cluster::start_with(dir, &["--controllers=*,-replicaset-controller"]);
     let client = admin_client(&cluster).await;
     default_service_account(&client).await;
     let _kubelet = FakeKubelet::start(client.clone(), &["node-a", "node-b"]).await;
