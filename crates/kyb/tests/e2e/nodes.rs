@@ -407,8 +407,7 @@ async fn cordon_and_drain_respect_disruption_budgets() {
 /// The ReplicaSet half of losing a node: its pods there are evicted and replaced on a
 /// live node. Needs the ReplicaSet controller (another branch): enable once it is merged.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the replicaset controller; enable after merging main once it lands"]
-async fn a_lost_nodes_replicaset_pods_are_replaced_elsewhere_needs_replicaset_controller() {
+async fn a_lost_nodes_replicaset_pods_are_replaced_elsewhere() {
     let cluster = fast_monitor();
     let client = admin_client(&cluster).await;
     default_service_account(&client).await;
