@@ -372,6 +372,41 @@ fn watch_extremes(
     (extremes, task)
 }
 
+/// Watches the ReplicaSets of `app`: the largest sum of their `spec.replicas` seen (what
+/// the deployment controller bounds by replicas + maxSurge; pods follow their ReplicaSet's
+/// size a moment later).
+fn watch_most_replicas(
+    client: kube::Client,
+    app: &str,
+) -> (Arc<Mutex<i32>>, tokio::task::JoinHandle<()>) {
+    let most = Arc::new(Mutex::new(0));
+    let seen = most.clone();
+    let selector = format!("app={app}");
+    let task = tokio::spawn(async move {
+        let rss: Api<k8s_openapi::api::apps::v1::ReplicaSet> = Api::namespaced(client, "default");
+        let mut stream = watcher::watcher(rss, watcher::Config::default().labels(&selector))
+            .default_backoff()
+            .boxed();
+        let mut sizes: HashMap<String, i32> = HashMap::new();
+        while let Some(Ok(event)) = stream.next().await {
+            match event {
+                watcher::Event::Apply(rs) | watcher::Event::InitApply(rs) => {
+                    let size = rs.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
+                    sizes.insert(rs.metadata.name.unwrap_or_default(), size);
+                }
+                watcher::Event::Delete(rs) => {
+                    sizes.remove(&rs.metadata.name.unwrap_or_default());
+                }
+                _ => continue,
+            }
+            let total = sizes.values().sum::<i32>();
+            let mut most = seen.lock().unwrap();
+            *most = (*most).max(total);
+        }
+    });
+    (most, task)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolling_update_stays_within_surge_and_unavailability() {
     let (cluster, _kubelet, _finisher) = cluster_with_nodes().await;
@@ -381,9 +416,13 @@ async fn a_rolling_update_stays_within_surge_and_unavailability() {
     let out = rollout_status(&cluster, "web");
     assert!(out.contains("successfully rolled out"), "{out}");
     let client = admin_client(&cluster).await;
-    let (extremes, watch) = watch_extremes(client, "web");
+    let (extremes, watch) = watch_extremes(client.clone(), "web");
+    let (most_replicas, rs_watch) = watch_most_replicas(client, "web");
     wait("the watch to see the 4 pods", || {
         (extremes.lock().unwrap().0 == 4).then_some(())
+    });
+    wait("the watch to see the ReplicaSet", || {
+        (*most_replicas.lock().unwrap() == 4).then_some(())
     });
     *extremes.lock().unwrap() = (0, usize::MAX);
     cluster.kubectl_ok(&["set", "image", "deployment/web", "c=web:v2"]);
@@ -398,7 +437,9 @@ async fn a_rolling_update_stays_within_surge_and_unavailability() {
         .then_some(())
     });
     watch.abort();
-    let (most, fewest_ready) = *extremes.lock().unwrap();
+    rs_watch.abort();
+    let (_, fewest_ready) = *extremes.lock().unwrap();
+    let most = *most_replicas.lock().unwrap();
     assert!(most <= 5, "at most replicas + maxSurge pods: saw {most}");
     assert!(most >= 5, "the rollout did surge: saw {most}");
     assert!(
