@@ -102,7 +102,17 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let queue = controller.queue();
     jobs.on_change({
         let queue = queue.clone();
-        move |change| queue.add(ObjectKey::of(change.object().as_ref()))
+        let tracking = tracking.clone();
+        move |change| {
+            if let Change::Deleted(job) = change {
+                let uid = job.metadata.uid.clone().unwrap_or_default();
+                let mut t = tracking.lock().unwrap_or_else(|e| e.into_inner());
+                t.expected.remove(&uid);
+                t.written.remove(&uid);
+                t.finalizers_removed.remove(&uid);
+            }
+            queue.add(ObjectKey::of(change.object().as_ref()))
+        }
     });
     pods.on_change(move |change| {
         let pod = change.object();

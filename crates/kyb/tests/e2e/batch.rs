@@ -544,7 +544,7 @@ async fn cronjobs_run_on_schedule_forbid_and_replace() {
             .then_some(())
     })
     .await;
-    assert_eq!(job_names(&jobs, "tick").await, [first.clone()]);
+    assert_eq!(job_names(&jobs, "tick").await, std::slice::from_ref(&first));
 
     // Replace: the running job gives way to the new one.
     let replace = json!({"spec": {"concurrencyPolicy": "Replace"}});
