@@ -347,6 +347,14 @@ impl CronJobReconciler {
                 .as_ref()
                 .is_some_and(|t| t.0 == scheduled)
         {
+            // Already started (its status update may have been lost).
+            if status
+                .last_schedule_time
+                .as_ref()
+                .is_none_or(|t| t.0 < scheduled)
+            {
+                status.last_schedule_time = Some(Time(scheduled));
+            }
             return Ok((requeue(now), changed));
         }
         match spec.concurrency_policy.as_deref() {

@@ -439,7 +439,8 @@ async fn start_cron() -> (
         serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap();
     let _ = accounts.create(&PostParams::default(), &account).await;
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
-    let start = k8s_openapi::jiff::Timestamp::from_second((now / 60 + 1) * 60 + 1).unwrap();
+    // At least a few seconds ahead, so the CronJob is created before that minute.
+    let start = k8s_openapi::jiff::Timestamp::from_second(((now + 5) / 60 + 1) * 60 + 1).unwrap();
     let clock = std::sync::Arc::new(kyb_controllers::clock::FakeClock::new(start));
     let mut config = kyb_controllers::manager::Config::new(kyb_controllers::options::Options {
         controllers: vec!["cronjob-controller".into()],
