@@ -422,8 +422,7 @@ async fn finished_jobs_are_deleted_after_their_ttl() {
     assert!(jobs.get_opt("kept").await.unwrap().is_some());
 }
 
-/// A cluster whose CronJobs are run by a controller in this process, on a fake clock set
-/// to the next whole minute after now.
+/// A cluster whose CronJobs are run by a controller in this process, on a fake clock.
 async fn start_cron() -> (
     Cluster,
     kube::Client,
@@ -438,9 +437,11 @@ async fn start_cron() -> (
     let account: ServiceAccount =
         serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap();
     let _ = accounts.create(&PostParams::default(), &account).await;
-    let now = k8s_openapi::jiff::Timestamp::now().as_second();
-    // At least a few seconds ahead, so the CronJob is created before that minute.
-    let start = k8s_openapi::jiff::Timestamp::from_second(((now + 5) / 60 + 1) * 60 + 1).unwrap();
+    // An hour back: nothing is due until a test sets the clock (see `begin`).
+    let start = k8s_openapi::jiff::Timestamp::from_second(
+        k8s_openapi::jiff::Timestamp::now().as_second() - 3600,
+    )
+    .unwrap();
     let clock = std::sync::Arc::new(kyb_controllers::clock::FakeClock::new(start));
     let mut config = kyb_controllers::manager::Config::new(kyb_controllers::options::Options {
         controllers: vec!["cronjob-controller".into()],
@@ -464,6 +465,22 @@ fn cronjob_manifest(name: &str, exit: Option<&str>, spec: Value) -> CronJob {
         target.extend(extra);
     }
     serde_json::from_value(manifest).unwrap()
+}
+
+/// Sets the clock one second past the first scheduled minute after the CronJob's
+/// creation, and has the controller look.
+async fn begin(cronjobs: &Api<CronJob>, name: &str, clock: &kyb_controllers::clock::FakeClock) {
+    let created = cronjobs
+        .get(name)
+        .await
+        .unwrap()
+        .metadata
+        .creation_timestamp
+        .unwrap()
+        .0
+        .as_second();
+    clock.set(k8s_openapi::jiff::Timestamp::from_second((created / 60 + 1) * 60 + 1).unwrap());
+    poke(cronjobs, name, 0).await;
 }
 
 /// Nudges the controller to look at a CronJob again (after the clock moved).
@@ -506,6 +523,7 @@ async fn cronjobs_run_on_schedule_forbid_and_replace() {
         )
         .await
         .unwrap();
+    begin(&cronjobs, "tick", &clock).await;
     // The first minute after creation is due: one Job, named for its minute.
     let first = minute_name("tick", &clock);
     wait_for("the first job", || async {
@@ -587,6 +605,7 @@ async fn cronjobs_keep_their_history_limits() {
         )
         .await
         .unwrap();
+    begin(&cronjobs, "done", &clock).await;
     let mut names = vec![];
     for n in 0..3u32 {
         if n > 0 {
