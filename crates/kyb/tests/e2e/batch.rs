@@ -373,22 +373,20 @@ async fn suspending_a_job_removes_its_pods_and_resuming_brings_them_back() {
         "pods removed by suspension are not failures"
     );
     assert_eq!(condition(&job, "Suspended").unwrap().1, "JobSuspended");
-    let events = events_of(&client, "sleepy").await;
-    assert!(
-        events
-            .iter()
-            .any(|(r, m)| r == "Suspended" && m == "Job suspended")
-    );
-    assert!(
-        events
-            .iter()
-            .any(|(r, m)| r == "Resumed" && m == "Job resumed")
-    );
-    assert!(
-        events
-            .iter()
-            .any(|(r, m)| r == "SuccessfulDelete" && m.starts_with("Deleted pod: sleepy-"))
-    );
+    // Events are written asynchronously.
+    wait_for("the suspend, resume and delete events", || async {
+        let events = events_of(&client, "sleepy").await;
+        let has = |reason: &str, message: &str| {
+            events
+                .iter()
+                .any(|(r, m)| r == reason && m.starts_with(message))
+        };
+        (has("Suspended", "Job suspended")
+            && has("Resumed", "Job resumed")
+            && has("SuccessfulDelete", "Deleted pod: sleepy-"))
+        .then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -578,19 +576,26 @@ async fn cronjobs_run_on_schedule_forbid_and_replace() {
         (job_names(&jobs, "tick").await == [third.clone()]).then_some(())
     })
     .await;
-    let events = events_of(&client, "tick").await;
-    assert!(events.contains(&(
-        "SuccessfulCreate".to_string(),
-        format!("Created job {first}")
-    )));
-    assert!(events.contains(&(
-        "SuccessfulDelete".to_string(),
-        format!("Deleted job {first}")
-    )));
-    assert!(events.contains(&(
-        "SuccessfulCreate".to_string(),
-        format!("Created job {third}")
-    )));
+    // Events are written asynchronously.
+    let wanted = [
+        (
+            "SuccessfulCreate".to_string(),
+            format!("Created job {first}"),
+        ),
+        (
+            "SuccessfulDelete".to_string(),
+            format!("Deleted job {first}"),
+        ),
+        (
+            "SuccessfulCreate".to_string(),
+            format!("Created job {third}"),
+        ),
+    ];
+    wait_for("the create and delete events", || async {
+        let events = events_of(&client, "tick").await;
+        wanted.iter().all(|w| events.contains(w)).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -633,8 +638,16 @@ async fn cronjobs_keep_their_history_limits() {
     })
     .await;
     assert!(status.last_schedule_time.is_some());
-    let events = events_of(&client, "done").await;
-    assert!(events.iter().any(|(r, m)| r == "SawCompletedJob"
-        && m.starts_with("Saw completed job: done-")
-        && m.ends_with("condition: Complete")));
+    wait_for("the SawCompletedJob event", || async {
+        let events = events_of(&client, "done").await;
+        events
+            .iter()
+            .any(|(r, m)| {
+                r == "SawCompletedJob"
+                    && m.starts_with("Saw completed job: done-")
+                    && m.ends_with("condition: Complete")
+            })
+            .then_some(())
+    })
+    .await;
 }
