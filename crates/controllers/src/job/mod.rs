@@ -79,6 +79,22 @@ fn controller_uid(pod: &Pod) -> Option<String> {
         .map(|r| r.uid.clone())
 }
 
+/// The controller's own client; retried, as its service account may not be usable yet
+/// while the server starts.
+async fn own_client(ctx: &Context) -> kube::Client {
+    let mut delay = std::time::Duration::from_millis(200);
+    loop {
+        match ctx.client_for(NAME).await {
+            Ok(client) => return client,
+            Err(error) => {
+                tracing::warn!(controller = NAME, error = %format!("{error:#}"), "no client yet; retrying");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(std::time::Duration::from_secs(5));
+            }
+        }
+    }
+}
+
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let jobs = ctx.informers.get::<Job>();
     let pods = ctx.informers.get::<Pod>();
@@ -88,7 +104,7 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
             .into_iter()
             .collect()
     });
-    let client = ctx.client_for(NAME).await?;
+    let client = own_client(&ctx).await;
     let tracking: Arc<Mutex<Tracking>> = Default::default();
     let reconciler = Arc::new(JobReconciler {
         jobs: jobs.clone(),
@@ -102,7 +118,17 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let queue = controller.queue();
     jobs.on_change({
         let queue = queue.clone();
-        move |change| queue.add(ObjectKey::of(change.object().as_ref()))
+        let tracking = tracking.clone();
+        move |change| {
+            if let Change::Deleted(job) = change {
+                let uid = job.metadata.uid.clone().unwrap_or_default();
+                let mut t = tracking.lock().unwrap_or_else(|e| e.into_inner());
+                t.expected.remove(&uid);
+                t.written.remove(&uid);
+                t.finalizers_removed.remove(&uid);
+            }
+            queue.add(ObjectKey::of(change.object().as_ref()))
+        }
     });
     pods.on_change(move |change| {
         let pod = change.object();

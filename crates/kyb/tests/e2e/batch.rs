@@ -373,22 +373,20 @@ async fn suspending_a_job_removes_its_pods_and_resuming_brings_them_back() {
         "pods removed by suspension are not failures"
     );
     assert_eq!(condition(&job, "Suspended").unwrap().1, "JobSuspended");
-    let events = events_of(&client, "sleepy").await;
-    assert!(
-        events
-            .iter()
-            .any(|(r, m)| r == "Suspended" && m == "Job suspended")
-    );
-    assert!(
-        events
-            .iter()
-            .any(|(r, m)| r == "Resumed" && m == "Job resumed")
-    );
-    assert!(
-        events
-            .iter()
-            .any(|(r, m)| r == "SuccessfulDelete" && m.starts_with("Deleted pod: sleepy-"))
-    );
+    // Events are written asynchronously.
+    wait_for("the suspend, resume and delete events", || async {
+        let events = events_of(&client, "sleepy").await;
+        let has = |reason: &str, message: &str| {
+            events
+                .iter()
+                .any(|(r, m)| r == reason && m.starts_with(message))
+        };
+        (has("Suspended", "Job suspended")
+            && has("Resumed", "Job resumed")
+            && has("SuccessfulDelete", "Deleted pod: sleepy-"))
+        .then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -422,8 +420,7 @@ async fn finished_jobs_are_deleted_after_their_ttl() {
     assert!(jobs.get_opt("kept").await.unwrap().is_some());
 }
 
-/// A cluster whose CronJobs are run by a controller in this process, on a fake clock set
-/// to the next whole minute after now.
+/// A cluster whose CronJobs are run by a controller in this process, on a fake clock.
 async fn start_cron() -> (
     Cluster,
     kube::Client,
@@ -438,8 +435,11 @@ async fn start_cron() -> (
     let account: ServiceAccount =
         serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap();
     let _ = accounts.create(&PostParams::default(), &account).await;
-    let now = k8s_openapi::jiff::Timestamp::now().as_second();
-    let start = k8s_openapi::jiff::Timestamp::from_second((now / 60 + 1) * 60 + 1).unwrap();
+    // An hour back: nothing is due until a test sets the clock (see `begin`).
+    let start = k8s_openapi::jiff::Timestamp::from_second(
+        k8s_openapi::jiff::Timestamp::now().as_second() - 3600,
+    )
+    .unwrap();
     let clock = std::sync::Arc::new(kyb_controllers::clock::FakeClock::new(start));
     let mut config = kyb_controllers::manager::Config::new(kyb_controllers::options::Options {
         controllers: vec!["cronjob-controller".into()],
@@ -463,6 +463,22 @@ fn cronjob_manifest(name: &str, exit: Option<&str>, spec: Value) -> CronJob {
         target.extend(extra);
     }
     serde_json::from_value(manifest).unwrap()
+}
+
+/// Sets the clock one second past the first scheduled minute after the CronJob's
+/// creation, and has the controller look.
+async fn begin(cronjobs: &Api<CronJob>, name: &str, clock: &kyb_controllers::clock::FakeClock) {
+    let created = cronjobs
+        .get(name)
+        .await
+        .unwrap()
+        .metadata
+        .creation_timestamp
+        .unwrap()
+        .0
+        .as_second();
+    clock.set(k8s_openapi::jiff::Timestamp::from_second((created / 60 + 1) * 60 + 1).unwrap());
+    poke(cronjobs, name, 0).await;
 }
 
 /// Nudges the controller to look at a CronJob again (after the clock moved).
@@ -505,6 +521,7 @@ async fn cronjobs_run_on_schedule_forbid_and_replace() {
         )
         .await
         .unwrap();
+    begin(&cronjobs, "tick", &clock).await;
     // The first minute after creation is due: one Job, named for its minute.
     let first = minute_name("tick", &clock);
     wait_for("the first job", || async {
@@ -544,7 +561,7 @@ async fn cronjobs_run_on_schedule_forbid_and_replace() {
             .then_some(())
     })
     .await;
-    assert_eq!(job_names(&jobs, "tick").await, [first.clone()]);
+    assert_eq!(job_names(&jobs, "tick").await, std::slice::from_ref(&first));
 
     // Replace: the running job gives way to the new one.
     let replace = json!({"spec": {"concurrencyPolicy": "Replace"}});
@@ -559,19 +576,26 @@ async fn cronjobs_run_on_schedule_forbid_and_replace() {
         (job_names(&jobs, "tick").await == [third.clone()]).then_some(())
     })
     .await;
-    let events = events_of(&client, "tick").await;
-    assert!(events.contains(&(
-        "SuccessfulCreate".to_string(),
-        format!("Created job {first}")
-    )));
-    assert!(events.contains(&(
-        "SuccessfulDelete".to_string(),
-        format!("Deleted job {first}")
-    )));
-    assert!(events.contains(&(
-        "SuccessfulCreate".to_string(),
-        format!("Created job {third}")
-    )));
+    // Events are written asynchronously.
+    let wanted = [
+        (
+            "SuccessfulCreate".to_string(),
+            format!("Created job {first}"),
+        ),
+        (
+            "SuccessfulDelete".to_string(),
+            format!("Deleted job {first}"),
+        ),
+        (
+            "SuccessfulCreate".to_string(),
+            format!("Created job {third}"),
+        ),
+    ];
+    wait_for("the create and delete events", || async {
+        let events = events_of(&client, "tick").await;
+        wanted.iter().all(|w| events.contains(w)).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -586,6 +610,7 @@ async fn cronjobs_keep_their_history_limits() {
         )
         .await
         .unwrap();
+    begin(&cronjobs, "done", &clock).await;
     let mut names = vec![];
     for n in 0..3u32 {
         if n > 0 {
@@ -613,8 +638,16 @@ async fn cronjobs_keep_their_history_limits() {
     })
     .await;
     assert!(status.last_schedule_time.is_some());
-    let events = events_of(&client, "done").await;
-    assert!(events.iter().any(|(r, m)| r == "SawCompletedJob"
-        && m.starts_with("Saw completed job: done-")
-        && m.ends_with("condition: Complete")));
+    wait_for("the SawCompletedJob event", || async {
+        let events = events_of(&client, "done").await;
+        events
+            .iter()
+            .any(|(r, m)| {
+                r == "SawCompletedJob"
+                    && m.starts_with("Saw completed job: done-")
+                    && m.ends_with("condition: Complete")
+            })
+            .then_some(())
+    })
+    .await;
 }
