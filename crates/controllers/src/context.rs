@@ -23,8 +23,22 @@ pub struct Context {
 impl Context {
     /// The client of the controller `name` (e.g. `deployment-controller`): its own
     /// service account's identity, with only its role's permissions.
+    ///
+    /// Retried with backoff (200 ms doubling to 5 s) until it works: right after the server
+    /// starts, the account's first token request can fail, and a controller without its
+    /// identity cannot act at all.
     pub async fn client_for(&self, name: &str) -> anyhow::Result<kube::Client> {
-        self.clients.for_controller(name).await
+        let mut delay = std::time::Duration::from_millis(200);
+        loop {
+            match self.clients.for_controller(name).await {
+                Ok(client) => return Ok(client),
+                Err(error) => {
+                    tracing::warn!(account = name, error = %format!("{error:#}"), "no client for the controller yet; retrying");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(std::time::Duration::from_secs(5));
+                }
+            }
+        }
     }
 
     /// An event recorder writing as `component` (e.g. `replicaset-controller`).

@@ -50,25 +50,9 @@ pub fn time_left(job: &Job, now: jiff::Timestamp) -> Option<Duration> {
     Some(Duration::try_from(expires.duration_since(now)).unwrap_or(Duration::ZERO))
 }
 
-/// The controller's own client; retried, as its service account may not be usable yet
-/// while the server starts.
-async fn own_client(ctx: &Context) -> kube::Client {
-    let mut delay = std::time::Duration::from_millis(200);
-    loop {
-        match ctx.client_for(NAME).await {
-            Ok(client) => return client,
-            Err(error) => {
-                tracing::warn!(controller = NAME, error = %format!("{error:#}"), "no client yet; retrying");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(std::time::Duration::from_secs(5));
-            }
-        }
-    }
-}
-
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let jobs = ctx.informers.get::<Job>();
-    let client = own_client(&ctx).await;
+    let client = ctx.client_for(NAME).await?;
     let reconciler = Arc::new(TtlReconciler {
         jobs: jobs.clone(),
         client,

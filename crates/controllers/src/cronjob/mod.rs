@@ -48,22 +48,6 @@ pub struct CronJobReconciler {
     ctx: Arc<Context>,
 }
 
-/// The controller's own client; retried, as its service account may not be usable yet
-/// while the server starts.
-async fn own_client(ctx: &Context) -> kube::Client {
-    let mut delay = std::time::Duration::from_millis(200);
-    loop {
-        match ctx.client_for(NAME).await {
-            Ok(client) => return client,
-            Err(error) => {
-                tracing::warn!(controller = NAME, error = %format!("{error:#}"), "no client yet; retrying");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(std::time::Duration::from_secs(5));
-            }
-        }
-    }
-}
-
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let cronjobs = ctx.informers.get::<CronJob>();
     let jobs = ctx.informers.get::<Job>();
@@ -73,7 +57,7 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
             .into_iter()
             .collect()
     });
-    let client = own_client(&ctx).await;
+    let client = ctx.client_for(NAME).await?;
     let reconciler = Arc::new(CronJobReconciler {
         cronjobs: cronjobs.clone(),
         jobs: jobs.clone(),

@@ -54,7 +54,7 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
         deployments: deployments.clone(),
         replica_sets: replica_sets.clone(),
         pods: pods.clone(),
-        client: crate::replicaset::client_for(&ctx, NAME).await?,
+        client: ctx.client_for(NAME).await?,
         recorder: ctx.recorder(NAME),
         ctx: ctx.clone(),
     });

@@ -41,24 +41,8 @@ const REDISCOVERY: Duration = Duration::from_secs(30);
 /// How long to wait for every monitor's first list before collecting anyway.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The controller's own client, retried until its service account and token are there
-/// (the account is created just before its first token is requested).
-pub(crate) async fn client_for(ctx: &Context, account: &str) -> kube::Client {
-    let mut delay = Duration::from_millis(200);
-    loop {
-        match ctx.client_for(account).await {
-            Ok(client) => return client,
-            Err(error) => {
-                tracing::debug!(account, error = %format!("{error:#}"), "no client yet; retrying");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(10));
-            }
-        }
-    }
-}
-
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
-    let client = client_for(&ctx, SERVICE_ACCOUNT).await;
+    let client = ctx.client_for(SERVICE_ACCOUNT).await?;
     let collector = Arc::new(collect::Collector::new(
         ctx.client.clone(),
         client,

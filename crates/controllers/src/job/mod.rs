@@ -79,22 +79,6 @@ fn controller_uid(pod: &Pod) -> Option<String> {
         .map(|r| r.uid.clone())
 }
 
-/// The controller's own client; retried, as its service account may not be usable yet
-/// while the server starts.
-async fn own_client(ctx: &Context) -> kube::Client {
-    let mut delay = std::time::Duration::from_millis(200);
-    loop {
-        match ctx.client_for(NAME).await {
-            Ok(client) => return client,
-            Err(error) => {
-                tracing::warn!(controller = NAME, error = %format!("{error:#}"), "no client yet; retrying");
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(std::time::Duration::from_secs(5));
-            }
-        }
-    }
-}
-
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let jobs = ctx.informers.get::<Job>();
     let pods = ctx.informers.get::<Pod>();
@@ -104,7 +88,7 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
             .into_iter()
             .collect()
     });
-    let client = own_client(&ctx).await;
+    let client = ctx.client_for(NAME).await?;
     let tracking: Arc<Mutex<Tracking>> = Default::default();
     let reconciler = Arc::new(JobReconciler {
         jobs: jobs.clone(),

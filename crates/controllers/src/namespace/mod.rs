@@ -35,7 +35,7 @@ struct NamespaceController {
 
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let namespaces = ctx.informers.get::<Namespace>();
-    let client = crate::garbagecollector::client_for(&ctx, NAME).await;
+    let client = ctx.client_for(NAME).await?;
     let reconciler = Arc::new(NamespaceController {
         namespaces: namespaces.clone(),
         client,

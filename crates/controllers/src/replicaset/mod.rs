@@ -66,23 +66,6 @@ pub fn orphan_namespace(
     }
 }
 
-/// The controller's own client, retried for a while: right after the server starts, the
-/// token request for a just-created service account can still fail.
-pub async fn client_for(ctx: &Context, account: &str) -> anyhow::Result<kube::Client> {
-    let mut attempt = 0;
-    loop {
-        match ctx.client_for(account).await {
-            Ok(client) => return Ok(client),
-            Err(error) if attempt < 30 => {
-                tracing::debug!(account, error = %format!("{error:#}"), "getting the controller's client; retrying");
-                attempt += 1;
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            }
-            Err(error) => return Err(error),
-        }
-    }
-}
-
 /// Runs the ReplicaSet controller.
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     run_for::<ReplicaSet>(ctx).await
@@ -98,7 +81,7 @@ async fn run_for<K: ReplicaOwner>(ctx: Arc<Context>) -> anyhow::Result<()> {
     let pods = ctx.informers.get::<Pod>();
     pods.add_index(CONTROLLER_UID, |p: &Pod| controller_uid(&p.metadata));
     pods.add_index(ORPHANS, |p: &Pod| orphan_namespace(&p.metadata));
-    let client = client_for(&ctx, K::SERVICE_ACCOUNT).await?;
+    let client = ctx.client_for(K::SERVICE_ACCOUNT).await?;
     let reconciler = Arc::new(Replicas::<K> {
         owners: owners.clone(),
         pods: pods.clone(),
