@@ -100,6 +100,31 @@ pub struct Owner<'a> {
     pub deleting: bool,
 }
 
+impl<'a> Owner<'a> {
+    /// A StatefulSet or DaemonSet (not being deleted) as the owner of the revisions of
+    /// its pod `template`.
+    pub fn of<K: kube::Resource<DynamicType = ()>>(
+        set: &'a K,
+        selector: &'a LabelSelector,
+        template: &PodTemplateSpec,
+    ) -> Owner<'a> {
+        let meta = set.meta();
+        Owner {
+            name: meta.name.as_deref().unwrap_or_default(),
+            namespace: meta.namespace.as_deref().unwrap_or_default(),
+            uid: meta.uid.as_deref().unwrap_or_default(),
+            reference: ownership::controller_reference(set),
+            selector: Some(selector),
+            template_labels: template
+                .metadata
+                .as_ref()
+                .and_then(|m| m.labels.clone())
+                .unwrap_or_default(),
+            deleting: false,
+        }
+    }
+}
+
 /// One owner's revisions: claimed from the informer, then brought up to date.
 pub struct History {
     pub api: Api<ControllerRevision>,

@@ -186,31 +186,7 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
         let queue = queue.clone();
         let services = services.clone();
         pods.on_change(move |change| {
-            let (old, new) = match change {
-                Change::Added(p) | Change::Deleted(p) => (None, p),
-                Change::Updated { old, new } => (Some(old), new),
-            };
-            if let Some(old) = old
-                && old.metadata.labels == new.metadata.labels
-                && old.status == new.status
-                && old.metadata.deletion_timestamp == new.metadata.deletion_timestamp
-                && old
-                    .spec
-                    .as_ref()
-                    .map(|s| (&s.node_name, &s.hostname, &s.subdomain))
-                    == new
-                        .spec
-                        .as_ref()
-                        .map(|s| (&s.node_name, &s.hostname, &s.subdomain))
-            {
-                return;
-            }
-            let namespace = new.metadata.namespace.as_deref().unwrap_or_default();
-            let labels = [
-                old.and_then(|o| o.metadata.labels.as_ref()),
-                new.metadata.labels.as_ref(),
-            ];
-            for key in pods::services_selecting(&services, namespace, &labels) {
+            for key in pods::services_for_change(&services, change) {
                 queue.add(key);
             }
         });

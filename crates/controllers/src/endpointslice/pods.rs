@@ -6,7 +6,7 @@
 
 use k8s_openapi::api::core::v1::{Pod, Service, ServicePort};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kyb_runtime::informer::{Informer, ObjectKey};
+use kyb_runtime::informer::{Change, Informer, ObjectKey};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -71,6 +71,40 @@ pub fn services_selecting(
         })
         .map(|s| ObjectKey::of(s.as_ref()))
         .collect()
+}
+
+/// The Services to look at again after a pod change: those selecting its old or new
+/// labels — none when nothing endpoints are made of (labels, status, deletion, node,
+/// hostname, subdomain) changed.
+pub fn services_for_change(
+    services: &Informer<Service>,
+    change: &Change<'_, Pod>,
+) -> Vec<ObjectKey> {
+    let (old, new) = match change {
+        Change::Added(p) | Change::Deleted(p) => (None, p),
+        Change::Updated { old, new } => (Some(old), new),
+    };
+    if let Some(old) = old
+        && old.metadata.labels == new.metadata.labels
+        && old.status == new.status
+        && old.metadata.deletion_timestamp == new.metadata.deletion_timestamp
+        && placement(old) == placement(new)
+    {
+        return vec![];
+    }
+    let namespace = new.metadata.namespace.as_deref().unwrap_or_default();
+    let labels = [
+        old.and_then(|o| o.metadata.labels.as_ref()),
+        new.metadata.labels.as_ref(),
+    ];
+    services_selecting(services, namespace, &labels)
+}
+
+/// Where a pod runs and the names it answers to.
+fn placement(pod: &Pod) -> Option<(&Option<String>, &Option<String>, &Option<String>)> {
+    pod.spec
+        .as_ref()
+        .map(|s| (&s.node_name, &s.hostname, &s.subdomain))
 }
 
 /// Whether the pod belongs in endpoints: it has an IP, and has not finished for good

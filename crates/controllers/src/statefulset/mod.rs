@@ -282,21 +282,7 @@ impl Sync<'_> {
 
     async fn revisions(&self) -> anyhow::Result<Revisions> {
         let history = History::new(self.r.client.clone(), self.namespace());
-        let owner = history::Owner {
-            name: self.name(),
-            namespace: self.namespace(),
-            uid: self.uid(),
-            reference: controller_reference(self.set),
-            selector: Some(&self.spec.selector),
-            template_labels: self
-                .spec
-                .template
-                .metadata
-                .as_ref()
-                .and_then(|m| m.labels.clone())
-                .unwrap_or_default(),
-            deleting: false,
-        };
+        let owner = history::Owner::of(self.set, &self.spec.selector, &self.spec.template);
         let mut all = history.claim(&self.r.revisions, &owner).await?;
         let status = self.set.status.clone().unwrap_or_default();
         let mut collision_count = status.collision_count.unwrap_or(0);
