@@ -9,6 +9,7 @@
 
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::fmt;
 
@@ -185,6 +186,33 @@ pub fn with_resource_version(top: &Entries<'_>, revision: u64) -> Option<Vec<u8>
     Some(top.to_json())
 }
 
+/// The parts of the object `json` that `fields` names, parsed: per top-level field, all of
+/// it (`None`) or only the keys listed (a field that is not an object is kept whole).
+/// `None` if `json` is not an object.
+pub fn project(json: &[u8], fields: &[(&str, Option<&[&str]>)]) -> Option<Value> {
+    let top = Entries::parse(json)?;
+    let mut view = Map::new();
+    for (field, keys) in fields {
+        let Some(raw) = top.get(field) else {
+            continue;
+        };
+        let kept = match keys.map(|keys| (keys, Entries::of(raw))) {
+            Some((keys, Some(entries))) => {
+                let mut kept = Map::new();
+                for key in keys {
+                    if let Some(value) = entries.get(key) {
+                        kept.insert((*key).to_string(), serde_json::from_str(value.get()).ok()?);
+                    }
+                }
+                Value::Object(kept)
+            }
+            _ => serde_json::from_str(raw.get()).ok()?,
+        };
+        view.insert((*field).to_string(), kept);
+    }
+    Some(Value::Object(view))
+}
+
 /// The value at a dotted `path` below `top`, parsed; `None` where the path leaves objects
 /// or a key is missing. `opened` keeps the objects opened so far (by their index in `top`)
 /// for the next paths through them.
@@ -192,7 +220,7 @@ pub fn at_path<'a>(
     top: &Entries<'a>,
     opened: &mut Vec<(usize, Option<Entries<'a>>)>,
     path: &str,
-) -> Option<serde_json::Value> {
+) -> Option<Value> {
     let mut segments = path.split('.');
     let first = segments.next()?;
     let index = top.0.iter().rposition(|(k, _)| k == first)?;
@@ -212,10 +240,7 @@ pub fn at_path<'a>(
 }
 
 /// The value at `segments` below `raw`, parsed.
-fn deeper<'a, 's>(
-    mut raw: &'a RawValue,
-    segments: impl Iterator<Item = &'s str>,
-) -> Option<serde_json::Value> {
+fn deeper<'a, 's>(mut raw: &'a RawValue, segments: impl Iterator<Item = &'s str>) -> Option<Value> {
     for segment in segments {
         raw = Entries::of(raw)?.get(segment)?;
     }
@@ -277,6 +302,22 @@ mod tests {
         assert!(Entries::parse(b"[1]").is_none());
         assert!(Entries::parse(b"{\"a\":").is_none());
         assert!(Entries::parse(b"{\"a\":1} x").is_none());
+    }
+
+    #[test]
+    fn projects_fields() {
+        let stored = br#"{"metadata":{"name":"p","managedFields":[{"m":1}],"labels":{"a":"b"}},"spec":{"x":[1,{"y":2}]},"status":"odd","other":1}"#;
+        let fields: &[(&str, Option<&[&str]>)] = &[
+            ("metadata", Some(&["name", "annotations"])),
+            ("spec", None),
+            ("status", Some(&["phase"])),
+            ("absent", None),
+        ];
+        assert_eq!(
+            project(stored, fields),
+            Some(json!({"metadata": {"name": "p"}, "spec": {"x": [1, {"y": 2}]}, "status": "odd"}))
+        );
+        assert_eq!(project(b"[1]", fields), None);
     }
 
     #[test]
