@@ -45,6 +45,13 @@ impl Comparison {
         set
     }
 
+    /// `added ∪ modified`, taking the comparison apart rather than copying it.
+    pub(crate) fn into_changed(self) -> Set {
+        let mut set = self.added;
+        fieldset::union_into(&mut set, &self.modified);
+        set
+    }
+
     /// `added ∪ modified ∪ removed`.
     pub(crate) fn touched(&self) -> Set {
         let mut set = self.changed();

@@ -103,14 +103,17 @@ pub(crate) fn record_write(
 ) -> Result<(), WalkError> {
     let mut cmp = compare::compare(old, new, root)?;
     cmp.exclude(ignored);
-    let touched = cmp.touched();
-    if !fieldset::is_empty(&touched) {
-        for e in &mut managed.entries {
-            fieldset::subtract(&mut e.fields, &touched);
+    // Fields the write touched leave the other managers (a create usually has none).
+    if !managed.entries.is_empty() {
+        let touched = cmp.touched();
+        if !fieldset::is_empty(&touched) {
+            for e in &mut managed.entries {
+                fieldset::subtract(&mut e.fields, &touched);
+            }
         }
     }
     managed.drop_empty();
-    let mut own = cmp.changed();
+    let mut own = cmp.into_changed();
     managed::strip(&mut own);
     if fieldset::is_empty(&own) {
         return Ok(());

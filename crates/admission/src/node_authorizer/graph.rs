@@ -405,6 +405,68 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A pod cut down to [`super::super::POD_FIELDS`].
+    fn cut_down(pod: &Value) -> Value {
+        let mut view = serde_json::Map::new();
+        for (field, keys) in super::super::POD_FIELDS {
+            let Some(value) = pod.get(*field) else {
+                continue;
+            };
+            let kept = match (keys, value.as_object()) {
+                (Some(keys), Some(map)) => Value::Object(
+                    map.iter()
+                        .filter(|(k, _)| keys.contains(&k.as_str()))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                ),
+                _ => value.clone(),
+            };
+            view.insert((*field).to_string(), kept);
+        }
+        Value::Object(view)
+    }
+
+    #[test]
+    fn the_pod_fields_are_all_the_graph_reads() {
+        let spec = json!({
+            "nodeName": "n", "serviceAccountName": "sa",
+            "imagePullSecrets": [{"name": "pull"}],
+            "initContainers": [{"name": "i", "envFrom": [{"secretRef": {"name": "init-s"}}]}],
+            "containers": [{"name": "c", "image": "x",
+                "env": [{"name": "a", "valueFrom": {"secretKeyRef": {"name": "env-s", "key": "k"}}},
+                        {"name": "b", "valueFrom": {"configMapKeyRef": {"name": "env-c", "key": "k"}}}],
+                "envFrom": [{"configMapRef": {"name": "from-c"}}]}],
+            "ephemeralContainers": [{"name": "e", "envFrom": [{"secretRef": {"name": "eph-s"}}]}],
+            "volumes": [
+                {"name": "s", "secret": {"secretName": "vol-s"}},
+                {"name": "c", "configMap": {"name": "vol-c"}},
+                {"name": "p", "projected": {"sources": [{"secret": {"name": "proj-s"}}, {"configMap": {"name": "proj-c"}}]}},
+                {"name": "claim", "persistentVolumeClaim": {"claimName": "pvc"}},
+                {"name": "eph", "ephemeral": {}},
+                {"name": "csi", "csi": {"driver": "d", "nodePublishSecretRef": {"name": "csi-s"}}}],
+            "resourceClaims": [{"name": "direct", "resourceClaimName": "rc"},
+                               {"name": "templated", "resourceClaimTemplateName": "t"}],
+        });
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u", "labels": {"a": "b"},
+                "managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {}}}]},
+            "spec": spec,
+            "status": {"phase": "Running", "podIP": "10.0.0.1",
+                "resourceClaimStatuses": [{"name": "templated", "resourceClaimName": "generated"}]}});
+        let mut mirror = pod.clone();
+        mirror["metadata"]["annotations"] = json!({"kubernetes.io/config.mirror": "x"});
+        for pod in [pod, mirror] {
+            let refs = pod_references(&pod);
+            assert!(!refs.is_empty() || is_mirror_pod(&pod));
+            assert_eq!(pod_references(&cut_down(&pod)), refs, "{pod}");
+            let (mut whole, mut view) = (Index::default(), Index::default());
+            whole.apply_pod(&pod);
+            view.apply_pod(&cut_down(&pod));
+            assert_eq!(whole.pods, view.pods);
+            assert_eq!(whole.referenced, view.referenced);
+        }
+    }
+
     #[test]
     fn pod_references_are_sorted_and_deduplicated() {
         let pod = json!({"metadata": {"name": "p", "namespace": "ns"}, "spec": {

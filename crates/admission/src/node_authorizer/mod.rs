@@ -26,6 +26,16 @@ pub const WATCHED_RESOURCES: &[(&str, &str)] = &[
     ("resource.k8s.io", "resourceslices"),
 ];
 
+/// The parts of a pod the graph reads: per top-level field, all of it (`None`) or only the
+/// keys listed. A pod cut down to these gives the graph exactly what the whole pod gives,
+/// so a caller holding a pod's JSON may parse just these parts (the rest, managedFields
+/// and most of the status, is most of a pod).
+pub const POD_FIELDS: &[(&str, Option<&[&str]>)] = &[
+    ("metadata", Some(&["annotations", "name", "namespace"])),
+    ("spec", None),
+    ("status", Some(&["resourceClaimStatuses"])),
+];
+
 /// The Node authorizer's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {

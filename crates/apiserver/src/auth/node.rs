@@ -4,7 +4,7 @@
 //! [`NodeGraph`], kept current by following pods, persistent volumes and the other
 //! resources the graph needs.
 
-use crate::cache::{CacheEvent, EventType, WatchCache};
+use crate::cache::{CacheEvent, EventType, WatchCache, shallow};
 use kyb_admission::{NodeGraph, node_authorizer};
 use kyb_api::registry::{self, ResourceDef};
 use std::collections::{BTreeSet, HashMap};
@@ -87,7 +87,12 @@ impl crate::cache::Follower for NodeAuthorizer {
                 && event.object.field(def, "spec.nodeName") == Some("")
                 && !graph.holds_pod(namespace, name);
             if !unbound {
-                let Ok(object) = event.object.value() else {
+                // Of a pod, only what the graph reads is parsed.
+                let object = match def.plural {
+                    "pods" => shallow::project(&event.object.json, node_authorizer::POD_FIELDS),
+                    _ => event.object.value().ok(),
+                };
+                let Some(object) = object else {
                     continue;
                 };
                 graph.apply(def.plural, &object);

@@ -52,10 +52,13 @@ impl CachedObject {
         revision: u64,
     ) -> Option<Self> {
         let top = shallow::Entries::parse(value)?;
-        let json = shallow::with_resource_version(&top, revision)?;
-        let labels = top
-            .get("metadata")
-            .and_then(shallow::Entries::of)
+        let metadata = match top.get("metadata") {
+            Some(raw) => Some(shallow::Entries::of(raw)?),
+            None => None,
+        };
+        let json = shallow::with_resource_version(&top, metadata.as_ref(), revision)?;
+        let labels = metadata
+            .as_ref()
             .and_then(|metadata| metadata.get("labels"))
             .and_then(|labels| serde_json::from_str::<Map<String, Value>>(labels.get()).ok())
             .map(|labels| Self::label_pairs(&labels))

@@ -9,6 +9,7 @@
 
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::fmt;
 
@@ -170,19 +171,50 @@ impl<'a> Edit<'a> {
     }
 }
 
-/// The object `top` (read from a stored object) serialized with `metadata.resourceVersion`
-/// set to `revision`; `None` unless `top` and its `metadata` (when present) are objects
-/// with sorted, unique keys.
-pub fn with_resource_version(top: &Entries<'_>, revision: u64) -> Option<Vec<u8>> {
+/// The object `top` (read from a stored object, with `metadata` its `metadata` object, if
+/// any) serialized with `metadata.resourceVersion` set to `revision`; `None` unless `top`
+/// and `metadata` have sorted, unique keys.
+pub fn with_resource_version(
+    top: &Entries<'_>,
+    metadata: Option<&Entries<'_>>,
+    revision: u64,
+) -> Option<Vec<u8>> {
     let mut top = Edit::of(top)?;
-    let mut metadata = match top.get("metadata") {
-        Some(raw) => Edit::of(&Entries::parse(raw)?)?,
+    let mut metadata = match metadata {
+        Some(metadata) => Edit::of(metadata)?,
         None => Edit(Vec::new()),
     };
     metadata.set("resourceVersion", format!("\"{revision}\"").into_bytes());
     let metadata = metadata.to_json();
     top.set("metadata", metadata);
     Some(top.to_json())
+}
+
+/// The parts of the object `json` that `fields` names, parsed: per top-level field, all of
+/// it (`None`) or only the keys listed (a field that is not an object is kept whole).
+/// `None` if `json` is not an object.
+pub fn project(json: &[u8], fields: &[(&str, Option<&[&str]>)]) -> Option<Value> {
+    let top = Entries::parse(json)?;
+    let mut view = Map::new();
+    for (field, keys) in fields {
+        let Some(raw) = top.get(field) else {
+            continue;
+        };
+        let kept = match keys.map(|keys| (keys, Entries::of(raw))) {
+            Some((keys, Some(entries))) => {
+                let mut kept = Map::new();
+                for key in keys {
+                    if let Some(value) = entries.get(key) {
+                        kept.insert((*key).to_string(), serde_json::from_str(value.get()).ok()?);
+                    }
+                }
+                Value::Object(kept)
+            }
+            _ => serde_json::from_str(raw.get()).ok()?,
+        };
+        view.insert((*field).to_string(), kept);
+    }
+    Some(Value::Object(view))
 }
 
 /// The value at a dotted `path` below `top`, parsed; `None` where the path leaves objects
@@ -192,7 +224,7 @@ pub fn at_path<'a>(
     top: &Entries<'a>,
     opened: &mut Vec<(usize, Option<Entries<'a>>)>,
     path: &str,
-) -> Option<serde_json::Value> {
+) -> Option<Value> {
     let mut segments = path.split('.');
     let first = segments.next()?;
     let index = top.0.iter().rposition(|(k, _)| k == first)?;
@@ -212,10 +244,7 @@ pub fn at_path<'a>(
 }
 
 /// The value at `segments` below `raw`, parsed.
-fn deeper<'a, 's>(
-    mut raw: &'a RawValue,
-    segments: impl Iterator<Item = &'s str>,
-) -> Option<serde_json::Value> {
+fn deeper<'a, 's>(mut raw: &'a RawValue, segments: impl Iterator<Item = &'s str>) -> Option<Value> {
     for segment in segments {
         raw = Entries::of(raw)?.get(segment)?;
     }
@@ -235,6 +264,15 @@ mod tests {
         serde_json::to_vec(&object).unwrap_or_default()
     }
 
+    fn read_and_set(stored: &[u8], revision: u64) -> Option<Vec<u8>> {
+        let top = Entries::parse(stored)?;
+        let metadata = match top.get("metadata") {
+            Some(raw) => Some(Entries::of(raw)?),
+            None => None,
+        };
+        with_resource_version(&top, metadata.as_ref(), revision)
+    }
+
     #[test]
     fn sets_the_resource_version_as_parsing_would() {
         for object in [
@@ -249,7 +287,7 @@ mod tests {
             json!({"kind": "Secret", "metadata": {"name": "q\"uote\\ \u{1} ünï"}, "data": {"k\"ey": "dmFs"}, "n": 1.5e300, "m": -3}),
         ] {
             let stored = serde_json::to_vec(&object).unwrap_or_default();
-            let fast = Entries::parse(&stored).and_then(|t| with_resource_version(&t, 42));
+            let fast = read_and_set(&stored, 42);
             assert_eq!(
                 fast.as_deref().map(String::from_utf8_lossy),
                 Some(String::from_utf8_lossy(&by_value(&stored, 42))),
@@ -267,9 +305,7 @@ mod tests {
             br#"{"metadata":"text"}"#,
         ] {
             assert!(
-                Entries::parse(stored)
-                    .and_then(|t| with_resource_version(&t, 1))
-                    .is_none(),
+                read_and_set(stored, 1).is_none(),
                 "{}",
                 String::from_utf8_lossy(stored)
             );
@@ -277,6 +313,22 @@ mod tests {
         assert!(Entries::parse(b"[1]").is_none());
         assert!(Entries::parse(b"{\"a\":").is_none());
         assert!(Entries::parse(b"{\"a\":1} x").is_none());
+    }
+
+    #[test]
+    fn projects_fields() {
+        let stored = br#"{"metadata":{"name":"p","managedFields":[{"m":1}],"labels":{"a":"b"}},"spec":{"x":[1,{"y":2}]},"status":"odd","other":1}"#;
+        let fields: &[(&str, Option<&[&str]>)] = &[
+            ("metadata", Some(&["name", "annotations"])),
+            ("spec", None),
+            ("status", Some(&["phase"])),
+            ("absent", None),
+        ];
+        assert_eq!(
+            project(stored, fields),
+            Some(json!({"metadata": {"name": "p"}, "spec": {"x": [1, {"y": 2}]}, "status": "odd"}))
+        );
+        assert_eq!(project(b"[1]", fields), None);
     }
 
     #[test]

@@ -29,22 +29,37 @@ pub(super) const WAL_FILE: &str = "kyb.wal";
 /// Writes found in the log: revision and encoded entry.
 pub(super) type Logged = Vec<(Revision, Vec<u8>)>;
 
-/// Builds one record from the writes of a batch.
-#[derive(Default)]
+/// Builds one record from the writes of a batch, in place: the header is filled in at the
+/// end, so the payload is never copied.
 pub(super) struct RecordBuilder {
-    payload: Vec<u8>,
+    /// The record so far: room for the header and the count, then the writes.
+    record: Vec<u8>,
     count: u32,
 }
 
+/// Bytes a write adds to a record besides its entry: revision and entry length.
+const WRITE_OVERHEAD: usize = 12;
+
+impl Default for RecordBuilder {
+    fn default() -> Self {
+        Self::with_capacity(0)
+    }
+}
+
 impl RecordBuilder {
+    /// A builder with room for entries of about `bytes` in all.
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut record = Vec::with_capacity(RECORD_HEADER + 4 + bytes);
+        record.resize(RECORD_HEADER + 4, 0);
+        Self { record, count: 0 }
+    }
+
     pub fn push(&mut self, revision: Revision, entry: &[u8]) {
-        if self.payload.is_empty() {
-            self.payload.extend_from_slice(&[0; 4]);
-        }
-        self.payload.extend_from_slice(&revision.to_le_bytes());
-        self.payload
+        self.record.reserve(WRITE_OVERHEAD + entry.len());
+        self.record.extend_from_slice(&revision.to_le_bytes());
+        self.record
             .extend_from_slice(&(entry.len() as u32).to_le_bytes());
-        self.payload.extend_from_slice(entry);
+        self.record.extend_from_slice(entry);
         self.count += 1;
     }
 
@@ -53,13 +68,13 @@ impl RecordBuilder {
         if self.count == 0 {
             return Vec::new();
         }
-        self.payload[..4].copy_from_slice(&self.count.to_le_bytes());
-        let mut record = Vec::with_capacity(RECORD_HEADER + self.payload.len());
-        record.extend_from_slice(&MAGIC.to_le_bytes());
-        record.extend_from_slice(&(self.payload.len() as u32).to_le_bytes());
-        record.extend_from_slice(&crc32(&self.payload).to_le_bytes());
-        record.extend_from_slice(&self.payload);
-        record
+        let payload_len = self.record.len() - RECORD_HEADER;
+        self.record[RECORD_HEADER..RECORD_HEADER + 4].copy_from_slice(&self.count.to_le_bytes());
+        let crc = crc32(&self.record[RECORD_HEADER..]);
+        self.record[..4].copy_from_slice(&MAGIC.to_le_bytes());
+        self.record[4..8].copy_from_slice(&(payload_len as u32).to_le_bytes());
+        self.record[8..12].copy_from_slice(&crc.to_le_bytes());
+        self.record
     }
 }
 
@@ -294,6 +309,23 @@ mod tests {
                 assert_eq!(crc32(&data[start..end]), bytewise(&data[start..end]));
             }
         }
+    }
+
+    #[test]
+    fn a_record_is_header_then_count_then_writes() {
+        let built = record(&[(7, b"seven"), (8, b"")]);
+        let mut payload = 2u32.to_le_bytes().to_vec();
+        for (rev, entry) in [(7u64, &b"seven"[..]), (8, b"")] {
+            payload.extend_from_slice(&rev.to_le_bytes());
+            payload.extend_from_slice(&(entry.len() as u32).to_le_bytes());
+            payload.extend_from_slice(entry);
+        }
+        let mut expected = MAGIC.to_le_bytes().to_vec();
+        expected.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        expected.extend_from_slice(&crc32(&payload).to_le_bytes());
+        expected.extend_from_slice(&payload);
+        assert_eq!(built, expected);
+        assert!(RecordBuilder::with_capacity(100).finish().is_empty());
     }
 
     #[test]

@@ -176,7 +176,9 @@ impl Writer {
             }
             return;
         }
-        let mut record = RecordBuilder::default();
+        // Each entry is its value, key and a small header: room for all of them at once.
+        let bytes: usize = writes.iter().map(|(op, _)| op.size() + 64).sum();
+        let mut record = RecordBuilder::with_capacity(bytes);
         let mut outcomes = Vec::with_capacity(writes.len());
         match self.apply_batch(&writes, &mut outcomes, &mut record) {
             Ok(revision) => {
