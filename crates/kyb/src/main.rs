@@ -2,6 +2,9 @@
 //! components together; the components live in their own crates.
 
 // Allocation-heavy request handling (JSON, watch fan-out) runs measurably faster on it.
+// The `system-allocator` feature leaves the C allocator in place, for heap profilers
+// (heaptrack) that follow malloc.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
