@@ -25,6 +25,7 @@
 pub mod labels;
 pub mod metrics;
 pub mod normalize;
+pub mod proposals;
 pub mod quantity;
 pub mod replicas;
 pub mod scale;
@@ -43,6 +44,7 @@ use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Change, Informer, ObjectKey};
 use metrics::{ApiMetricsSource, MetricsSource, PodUsage};
 use normalize::History;
+use proposals::{MetricFailure, Proposal};
 use replicas::{Calculator, PodMetric, PodMetrics};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -142,24 +144,6 @@ fn set_condition(
         }
         None => conditions.push(new),
     }
-}
-
-/// A failed metric: the ScalingActive condition's reason and message, and the error.
-struct MetricFailure {
-    reason: &'static str,
-    /// The metric's own error (the Warning event's message).
-    cause: String,
-    /// The condition's message.
-    message: String,
-    /// The error it makes of the sync.
-    error: String,
-}
-
-/// What a working metric proposes.
-struct Proposal {
-    replicas: i32,
-    name: String,
-    status: MetricStatus,
 }
 
 /// The metrics used when an HPA names none: 80% CPU utilization.
@@ -524,59 +508,26 @@ impl HpaReconciler {
             .filter(|p| selector.matches(p.metadata.labels.as_ref()))
             .collect();
 
-        let mut statuses = vec![MetricStatus::default(); specs.len()];
-        let mut best: Option<(i32, String)> = None;
-        let mut failures: Vec<MetricFailure> = vec![];
-        for (i, spec) in specs.iter().enumerate() {
-            match self
+        let mut results = Vec::with_capacity(specs.len());
+        for spec in &specs {
+            let result = self
                 .replicas_for_metric(spec, spec_replicas, &key.namespace, &selector_text, &pods)
-                .await
-            {
-                Ok(proposal) => {
-                    statuses[i] = proposal.status;
-                    if best.as_ref().is_none_or(|(r, _)| proposal.replicas > *r) {
-                        best = Some((proposal.replicas, proposal.name));
-                    }
-                }
-                Err(failure) => {
-                    self.recorder
-                        .warning(&*hpa, failure.reason, failure.cause.clone());
-                    failures.push(failure);
-                }
+                .await;
+            if let Err(failure) = &result {
+                self.recorder
+                    .warning(&*hpa, failure.reason, failure.cause.clone());
             }
+            results.push(result);
         }
-        let first_error = failures.first().map(|f| {
-            format!(
-                "invalid metrics ({} invalid out of {}), first error is: {}",
-                failures.len(),
-                specs.len(),
-                f.error
-            )
-        });
-        let replicas = best.as_ref().map_or(0, |b| b.0);
-        if let Some(first) = failures.first()
-            && (failures.len() >= specs.len() || replicas < spec_replicas)
-        {
-            set_condition(
-                hpa,
-                SCALING_ACTIVE,
-                false,
-                first.reason,
-                first.message.clone(),
-                now,
-            );
-            return (None, String::new(), statuses, first_error);
-        }
-        let name = best.map(|b| b.1).unwrap_or_default();
-        set_condition(
-            hpa,
-            SCALING_ACTIVE,
-            true,
-            "ValidMetricFound",
-            format!("the HPA was able to successfully calculate a replica count from {name}"),
-            now,
-        );
-        (Some(replicas), name, statuses, first_error)
+        let combined = proposals::combine(results, spec_replicas);
+        let (status, reason, message) = combined.condition;
+        set_condition(hpa, SCALING_ACTIVE, status, reason, message, now);
+        (
+            combined.replicas,
+            combined.metric,
+            combined.statuses,
+            combined.first_error,
+        )
     }
 
     fn calculator(&self) -> Calculator {
@@ -700,19 +651,6 @@ impl HpaReconciler {
     }
 }
 
-impl MetricFailure {
-    /// `cause` is the metric's own error (the event's message; the condition says the
-    /// count could not be computed because of it), `error` the error it makes of the sync.
-    fn new(reason: &'static str, cause: String, error: String) -> MetricFailure {
-        MetricFailure {
-            reason,
-            message: format!("the HPA was unable to compute the replica count: {cause}"),
-            cause,
-            error,
-        }
-    }
-}
-
 fn invalid_spec(spec: &MetricSpec) -> MetricFailure {
     let error = format!("invalid {} metric source: no source given", spec.type_);
     MetricFailure::new("InvalidMetricSourceType", error.clone(), error)
@@ -779,5 +717,108 @@ fn metric_status(
             ),
             ..MetricStatus::default()
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn t(second: i64) -> jiff::Timestamp {
+        jiff::Timestamp::from_second(1_700_000_000 + second).unwrap()
+    }
+
+    #[test]
+    fn conditions_keep_their_transition_time_while_the_status_holds() {
+        let mut hpa = HorizontalPodAutoscaler::default();
+        set_condition(
+            &mut hpa,
+            ABLE_TO_SCALE,
+            true,
+            "SucceededGetScale",
+            "a".into(),
+            t(0),
+        );
+        set_condition(
+            &mut hpa,
+            SCALING_ACTIVE,
+            false,
+            "ScalingDisabled",
+            "b".into(),
+            t(0),
+        );
+        set_condition(
+            &mut hpa,
+            ABLE_TO_SCALE,
+            true,
+            "SucceededRescale",
+            "c".into(),
+            t(10),
+        );
+        set_condition(
+            &mut hpa,
+            SCALING_ACTIVE,
+            true,
+            "ValidMetricFound",
+            "d".into(),
+            t(20),
+        );
+        let conditions = hpa.status.unwrap().conditions.unwrap();
+        let summary: Vec<_> = conditions
+            .iter()
+            .map(|c| {
+                (
+                    c.type_.as_str(),
+                    c.reason.as_deref().unwrap(),
+                    c.last_transition_time.as_ref().unwrap().0,
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (ABLE_TO_SCALE, "SucceededRescale", t(0)),
+                (SCALING_ACTIVE, "ValidMetricFound", t(20))
+            ]
+        );
+    }
+
+    #[test]
+    fn pod_samples_sum_containers_and_skip_pods_missing_the_resource() {
+        let usage = |pod: &str, containers: &[(&str, &[(&str, i64)])]| PodUsage {
+            pod: pod.to_string(),
+            timestamp: t(0),
+            window: std::time::Duration::from_secs(30),
+            containers: containers
+                .iter()
+                .map(|(name, usage)| {
+                    (
+                        name.to_string(),
+                        usage
+                            .iter()
+                            .map(|(r, v)| (r.to_string(), *v))
+                            .collect::<BTreeMap<_, _>>(),
+                    )
+                })
+                .collect(),
+        };
+        let usages = [
+            usage(
+                "a",
+                &[("app", &[("cpu", 100)]), ("sidecar", &[("cpu", 20)])],
+            ),
+            usage(
+                "b",
+                &[("app", &[("cpu", 100)]), ("sidecar", &[("memory", 5)])],
+            ),
+        ];
+        let all = pod_metrics(&usages, "cpu", None);
+        assert_eq!(all.len(), 1);
+        assert_eq!(all["a"].value, 120);
+        let app = pod_metrics(&usages, "cpu", Some("app"));
+        assert_eq!((app["a"].value, app["b"].value), (100, 100));
+        assert!(pod_metrics(&usages, "cpu", Some("other")).is_empty());
     }
 }

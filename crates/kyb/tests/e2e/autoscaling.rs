@@ -187,6 +187,59 @@ async fn kubectl_autoscale_without_a_metrics_api() {
     ] {
         assert!(described.contains(expected), "{expected} in {described}");
     }
+
+    // A missing target: AbleToScale False FailedGetScale, with a warning.
+    let ghost: HorizontalPodAutoscaler = serde_json::from_value(json!({
+        "metadata": {"name": "ghost"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "ghost"},
+                 "maxReplicas": 3}
+    }))
+    .unwrap();
+    hpas.create(&PostParams::default(), &ghost).await.unwrap();
+    let hpa = wait_for("FailedGetScale", || async {
+        let hpa = hpas.get("ghost").await.ok()?;
+        condition(&hpa, "AbleToScale")
+    })
+    .await;
+    assert_eq!(
+        hpa,
+        (
+            "False".to_string(),
+            "FailedGetScale".to_string(),
+            "the HPA controller was unable to get the target's current scale: deployments.apps \"ghost\" not found".to_string()
+        )
+    );
+    wait_for("the FailedGetScale event", || async {
+        events_of(&client, "ghost")
+            .await
+            .contains(&(
+                "FailedGetScale".to_string(),
+                "deployments.apps \"ghost\" not found".to_string(),
+            ))
+            .then_some(())
+    })
+    .await;
+
+    // A target at zero replicas is not autoscaled.
+    deployments
+        .create(&PostParams::default(), &deployment("idle", 0))
+        .await
+        .unwrap();
+    cluster.kubectl_ok(&["autoscale", "deployment", "idle", "--max=3"]);
+    let hpa = wait_for("ScalingDisabled", || async {
+        let hpa = hpas.get("idle").await.ok()?;
+        condition(&hpa, "ScalingActive")
+    })
+    .await;
+    assert_eq!(
+        hpa,
+        (
+            "False".to_string(),
+            "ScalingDisabled".to_string(),
+            "scaling is disabled since the replica count of the target is zero".to_string()
+        )
+    );
+    assert_eq!(replicas(&deployments, "idle").await, 0);
 }
 
 /// Every pod the selector matches using `cpu` millicores, sampled at the fake clock's now.
