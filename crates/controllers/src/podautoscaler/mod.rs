@@ -203,24 +203,24 @@ impl Reconciler for HpaReconciler {
             return Ok(Action::Done);
         };
         let mut hpa = (*cached).clone();
-        drop(cached);
         if let Err(error) = self.sync(&mut hpa, key).await {
             tracing::debug!(hpa = %key, %error, "horizontal pod autoscaler sync failed");
         }
-        if hpa.status.as_ref()
-            != self
-                .hpas
-                .get_key(key)
-                .and_then(|h| h.status.clone())
-                .as_ref()
-        {
+        if hpa.status != cached.status {
             let api: Api<HorizontalPodAutoscaler> =
                 Api::namespaced(self.client.clone(), &key.namespace);
-            if let Err(error) = api
+            match api
                 .replace_status(&key.name, &PostParams::default(), &hpa)
                 .await
             {
-                tracing::info!(hpa = %key, error = %error, "updating the horizontal pod autoscaler's status");
+                Ok(_) => {}
+                // Changed meanwhile: the next sync writes the status again.
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    tracing::debug!(hpa = %key, "status update conflict");
+                }
+                Err(error) => {
+                    tracing::warn!(hpa = %key, %error, "updating the horizontal pod autoscaler's status");
+                }
             }
         }
         // Failures wait for the next sync too, as in Kubernetes (no fast retries: each
