@@ -18,6 +18,8 @@ pub struct Context {
     pub registry: Arc<Registry>,
     pub clock: Arc<dyn Clock>,
     pub options: Options,
+    /// The HPA controller's metrics source (`None`: the resource metrics API).
+    pub metrics: Option<Arc<dyn crate::podautoscaler::metrics::MetricsSource>>,
 }
 
 impl Context {

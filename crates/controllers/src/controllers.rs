@@ -61,6 +61,12 @@ pub fn all() -> Vec<Descriptor> {
             start: |ctx| Box::pin(crate::garbagecollector::run(ctx)),
         },
         Descriptor {
+            name: crate::podautoscaler::NAME,
+            aliases: &["horizontalpodautoscaling"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::podautoscaler::run(ctx)),
+        },
+        Descriptor {
             name: crate::job::NAME,
             aliases: &["job"],
             on_by_default: true,

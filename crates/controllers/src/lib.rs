@@ -32,6 +32,7 @@ pub mod nodelifecycle;
 pub mod options;
 pub mod ownership;
 pub mod pod_readiness;
+pub mod podautoscaler;
 pub mod replicaset;
 pub mod rootcacertpublisher;
 pub mod selector;

@@ -24,6 +24,8 @@ pub struct Config {
     pub metrics_address: Option<SocketAddr>,
     /// The clock controllers read (the real one but in tests).
     pub clock: Arc<dyn Clock>,
+    /// Where the HPA controller reads metrics (`None`: the resource metrics API).
+    pub metrics: Option<Arc<dyn crate::podautoscaler::metrics::MetricsSource>>,
 }
 
 impl Config {
@@ -34,6 +36,7 @@ impl Config {
             leader_election: None,
             metrics_address: None,
             clock: Arc::new(RealClock),
+            metrics: None,
         }
     }
 }
@@ -79,6 +82,7 @@ pub async fn run(clients: Clients, config: Config) -> anyhow::Result<()> {
         registry,
         clock: config.clock,
         options: config.options,
+        metrics: config.metrics,
     });
     let mut started = vec![];
     for controller in crate::controllers::all() {

@@ -36,6 +36,18 @@ pub struct Options {
     pub workers: usize,
     /// How often HPAs are evaluated (`--horizontal-pod-autoscaler-sync-period`).
     pub hpa_sync_period: Duration,
+    /// The relative difference between usage and target under which an HPA does not
+    /// scale (`--horizontal-pod-autoscaler-tolerance`).
+    pub hpa_tolerance: f64,
+    /// How long after a pod starts its CPU samples may be skipped as not yet
+    /// representative (`--horizontal-pod-autoscaler-cpu-initialization-period`).
+    pub hpa_cpu_initialization_period: Duration,
+    /// How long after a pod starts a not-ready pod is taken as still initializing
+    /// (`--horizontal-pod-autoscaler-initial-readiness-delay`).
+    pub hpa_initial_readiness_delay: Duration,
+    /// How far back an HPA looks for higher recommendations before scaling down
+    /// (`--horizontal-pod-autoscaler-downscale-stabilization`).
+    pub hpa_downscale_stabilization: Duration,
     /// How often each controller re-reconciles everything it owns, level-driven, even
     /// without changes (`--min-resync-period`).
     pub resync_period: Duration,
@@ -57,6 +69,10 @@ impl Default for Options {
             root_ca_pem: None,
             workers: 5,
             hpa_sync_period: Duration::from_secs(15),
+            hpa_tolerance: 0.1,
+            hpa_cpu_initialization_period: Duration::from_secs(300),
+            hpa_initial_readiness_delay: Duration::from_secs(30),
+            hpa_downscale_stabilization: Duration::from_secs(300),
             resync_period: Duration::from_secs(12 * 3600),
         }
     }

@@ -129,6 +129,26 @@ pub struct ControllerArgs {
     /// Workers per controller.
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub concurrent_syncs: usize,
+
+    /// How often each HorizontalPodAutoscaler is evaluated.
+    #[arg(long, default_value = "15s", value_parser = parse_duration, value_name = "DURATION")]
+    pub horizontal_pod_autoscaler_sync_period: Duration,
+
+    /// The relative difference between usage and target under which an HPA does not scale.
+    #[arg(long, default_value_t = 0.1, value_name = "RATIO")]
+    pub horizontal_pod_autoscaler_tolerance: f64,
+
+    /// How long after a pod starts its CPU samples may be skipped as not yet representative.
+    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    pub horizontal_pod_autoscaler_cpu_initialization_period: Duration,
+
+    /// How long after a pod starts a not-ready pod is taken as still initializing.
+    #[arg(long, default_value = "30s", value_parser = parse_duration, value_name = "DURATION")]
+    pub horizontal_pod_autoscaler_initial_readiness_delay: Duration,
+
+    /// How far back an HPA looks for higher recommendations before it scales down.
+    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    pub horizontal_pod_autoscaler_downscale_stabilization: Duration,
 }
 
 #[derive(Debug, Args)]

@@ -21,6 +21,11 @@ fn options(args: &ControllerArgs, root_ca_pem: Option<String>) -> Options {
         node_cidr_mask_size: args.node_cidr_mask_size,
         allocate_node_cidrs: args.allocate_node_cidrs,
         workers: args.concurrent_syncs.max(1),
+        hpa_sync_period: args.horizontal_pod_autoscaler_sync_period,
+        hpa_tolerance: args.horizontal_pod_autoscaler_tolerance,
+        hpa_cpu_initialization_period: args.horizontal_pod_autoscaler_cpu_initialization_period,
+        hpa_initial_readiness_delay: args.horizontal_pod_autoscaler_initial_readiness_delay,
+        hpa_downscale_stabilization: args.horizontal_pod_autoscaler_downscale_stabilization,
         root_ca_pem,
         ..Options::default()
     }

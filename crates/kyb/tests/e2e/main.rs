@@ -7,6 +7,7 @@ mod admission;
 mod at_rest;
 mod audit;
 mod authorization;
+mod autoscaling;
 mod batch;
 mod cli;
 mod client;
