@@ -129,6 +129,10 @@ pub struct ControllerArgs {
     /// Workers per controller.
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub concurrent_syncs: usize,
+
+    /// How often the PersistentVolume binder re-examines every volume and claim.
+    #[arg(long, default_value = "15s", value_parser = parse_duration, value_name = "DURATION")]
+    pub pvclaimbinder_sync_period: Duration,
 }
 
 #[derive(Debug, Args)]
