@@ -91,10 +91,15 @@ fn a_claim_binds_the_smallest_adequate_volume_and_release_follows_the_policy() {
             pv("pv-1g", "1Gi", "manual", "Retain", ""),
             pv("pv-5g", "5Gi", "manual", "Retain", ""),
             pv("pv-10g", "10Gi", "manual", "Delete", ""),
+            pv("pv-recycle", "20Gi", "manual", "Recycle", ""),
+            pv("pv-external", "30Gi", "manual", "Delete", "").replace(
+                "name: pv-external\n",
+                "name: pv-external\n  annotations:\n    pv.kubernetes.io/provisioned-by: example.com/nfs\n",
+            ),
         ]
         .concat(),
     );
-    for name in ["pv-1g", "pv-5g", "pv-10g"] {
+    for name in ["pv-1g", "pv-5g", "pv-10g", "pv-recycle", "pv-external"] {
         wait_phase(&cluster, "pv", name, "Available");
     }
     assert!(!jsonpath(&cluster, "pv", "pv-1g", "{.status.lastPhaseTransitionTime}").is_empty());
@@ -206,9 +211,30 @@ fn a_claim_binds_the_smallest_adequate_volume_and_release_follows_the_policy() {
     );
     wait_phase(&cluster, "pv", "pv-10g", "Bound");
 
-    // Deleting the claims: Retain → Released (claimRef kept), Delete → Failed.
+    apply(
+        &cluster,
+        &[
+            pvc("claim-15g", "15Gi", "manual", ""),
+            pvc("claim-25g", "25Gi", "manual", ""),
+        ]
+        .concat(),
+    );
+    wait_phase(&cluster, "pvc", "claim-15g", "Bound");
+    wait_phase(&cluster, "pvc", "claim-25g", "Bound");
+    wait_phase(&cluster, "pv", "pv-external", "Bound");
+
+    // Deleting the claims: Retain → Released (claimRef kept), Delete → Failed (no deleter
+    // here), Recycle → Failed, Delete of an externally provisioned volume → Released, for
+    // its provisioner to delete.
     let bound_at = jsonpath(&cluster, "pv", "pv-5g", "{.status.lastPhaseTransitionTime}");
-    cluster.kubectl_ok(&["delete", "pvc", "claim-3g", "claim-7g"]);
+    cluster.kubectl_ok(&[
+        "delete",
+        "pvc",
+        "claim-3g",
+        "claim-7g",
+        "claim-15g",
+        "claim-25g",
+    ]);
     wait_phase(&cluster, "pv", "pv-5g", "Released");
     assert_eq!(
         jsonpath(&cluster, "pv", "pv-5g", "{.spec.claimRef.name}"),
@@ -226,6 +252,19 @@ fn a_claim_binds_the_smallest_adequate_volume_and_release_follows_the_policy() {
             "host_path deleter only supports /tmp/.+ but received provided /mnt/data/pv-10g",
         ],
     );
+    wait_phase(&cluster, "pv", "pv-recycle", "Failed");
+    wait_described(
+        &cluster,
+        "pv",
+        "pv-recycle",
+        &[
+            "VolumeFailedRecycle",
+            "No recycler plugin found for the volume!",
+        ],
+    );
+    wait_phase(&cluster, "pv", "pv-external", "Released");
+    let described = wait_described(&cluster, "pv", "pv-external", &["Released"]);
+    assert!(!described.contains("VolumeFailedDelete"), "{described}");
     let row = rows(&cluster.kubectl_ok(&["get", "pv", "pv-5g"]))[1].clone();
     assert_eq!(row[4..6], ["Released", "default/claim-3g"]);
 
@@ -485,6 +524,28 @@ fn prebound_and_named_volumes() {
         jsonpath(&cluster, "pv", "reserved", "{.spec.claimRef.uid}"),
         jsonpath(&cluster, "pvc", "mine", "{.metadata.uid}")
     );
+
+    // A volume whose claimRef already carries a pending claim's UID (as after a crash
+    // halfway through binding) is completed for that claim, whatever its size and class.
+    apply(&cluster, &pvc("half", "50Gi", "", ""));
+    wait_described(&cluster, "pvc", "half", &["FailedBinding"]);
+    let uid = jsonpath(&cluster, "pvc", "half", "{.metadata.uid}");
+    apply(
+        &cluster,
+        &pv(
+            "half-bound",
+            "1Gi",
+            "other",
+            "Retain",
+            &format!("  claimRef:\n    namespace: default\n    name: half\n    uid: {uid}\n"),
+        ),
+    );
+    wait_phase(&cluster, "pvc", "half", "Bound");
+    assert_eq!(
+        jsonpath(&cluster, "pvc", "half", "{.spec.volumeName}"),
+        "half-bound"
+    );
+    wait_phase(&cluster, "pv", "half-bound", "Bound");
 
     // A claim naming its volume gets exactly that one.
     apply(&cluster, &pvc("named", "1Gi", "", "  volumeName: big\n"));
