@@ -102,8 +102,7 @@ impl Binder {
             return Ok(());
         }
         if delay_binding {
-            self.recorder
-                .normal(claim.as_ref(), "WaitForFirstConsumer", WAIT_MESSAGE);
+            self.report_waiting(claim);
         } else if !class_name.is_empty() {
             return self.provision(claim, class_name, class.as_deref()).await;
         } else {
@@ -112,6 +111,35 @@ impl Binder {
         }
         self.update_claim_phase(claim, "Pending", None).await?;
         Ok(())
+    }
+
+    /// A claim waiting for its first consumer says so, or names its consumers waiting for
+    /// the scheduler.
+    fn report_waiting(&self, claim: &PersistentVolumeClaim) {
+        let key = ObjectKey::of(claim).to_string();
+        let mut waiting: Vec<String> = self
+            .pods
+            .by_index(super::PODS_BY_CLAIM, &key)
+            .iter()
+            .filter(|p| super::is_unscheduled(p))
+            .filter_map(|p| p.metadata.name.clone())
+            .collect();
+        waiting.sort();
+        match waiting.as_slice() {
+            [] => self
+                .recorder
+                .normal(claim, "WaitForFirstConsumer", WAIT_MESSAGE),
+            [pod] => self.recorder.normal(
+                claim,
+                "WaitForPodScheduled",
+                format!("waiting for pod {pod} to be scheduled"),
+            ),
+            pods => self.recorder.normal(
+                claim,
+                "WaitForPodScheduled",
+                format!("waiting for pods {} to be scheduled", pods.join(",")),
+            ),
+        }
     }
 
     /// No volume for a claim of a class: dynamic provisioning's turn. This controller has

@@ -9,7 +9,8 @@
 //!   is set", or for a class: `ExternalProvisioning` (an external provisioner's class),
 //!   `ProvisioningFailed` (a missing class or an in-tree provisioner such as
 //!   `kubernetes.io/no-provisioner`), `WaitForFirstConsumer` (a class binding on first use,
-//!   until the scheduler's `volume.kubernetes.io/selected-node`). A bound claim whose
+//!   until the scheduler's `volume.kubernetes.io/selected-node`; `WaitForPodScheduled`
+//!   "waiting for pod … to be scheduled" once pods use the claim). A bound claim whose
 //!   volume vanished or went to another claim is `Lost` (`ClaimLost`, `ClaimMisbound`).
 //! - Volumes ([`volumes`]): without a claim `Available`; bound to a claim that no longer
 //!   exists `Released`, then reclaimed by policy (Retain: kept; Delete and Recycle: no
@@ -28,7 +29,7 @@ pub mod written;
 
 use crate::context::Context;
 use anyhow::Context as _;
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
@@ -62,12 +63,15 @@ const BY_CLAIM: &str = "pv-claim";
 const BY_VOLUME: &str = "pvc-volume";
 /// The index of claims not yet bound (one value, `unbound`).
 const UNBOUND: &str = "pvc-unbound";
+/// The index of pods by the claims (`namespace/name`) their volumes use.
+const PODS_BY_CLAIM: &str = "pvc";
 
 pub struct Binder {
     volumes: Arc<Informer<PersistentVolume>>,
     claims: Arc<Informer<PersistentVolumeClaim>>,
     classes: Arc<Informer<StorageClass>>,
     nodes: Arc<Informer<Node>>,
+    pods: Arc<Informer<Pod>>,
     written_volumes: Written<PersistentVolume>,
     written_claims: Written<PersistentVolumeClaim>,
     client: kube::Client,
@@ -104,6 +108,34 @@ fn has_annotation<K: kube::Resource>(object: &K, key: &str) -> bool {
         .is_some_and(|a| a.contains_key(key))
 }
 
+/// The keys (`namespace/name`) of the claims a pod's volumes use, generic ephemeral
+/// volumes' claims (`<pod>-<volume>`) included.
+fn claims_of(pod: &Pod) -> Vec<String> {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+    let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_deref());
+    volumes
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| {
+            if let Some(claim) = &v.persistent_volume_claim {
+                Some(format!("{namespace}/{}", claim.claim_name))
+            } else {
+                v.ephemeral
+                    .as_ref()
+                    .map(|_| format!("{namespace}/{pod_name}-{}", v.name))
+            }
+        })
+        .collect()
+}
+
+/// Whether a pod waits for the scheduler (not on a node, not finished).
+fn is_unscheduled(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    pod.spec.as_ref().is_some_and(|s| s.node_name.is_none())
+        && !matches!(phase, Some("Succeeded" | "Failed"))
+}
+
 fn is_available_and_free(volume: &PersistentVolume) -> bool {
     volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Available")
         && volume.spec.as_ref().is_some_and(|s| s.claim_ref.is_none())
@@ -114,6 +146,8 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let claims = ctx.informers.get::<PersistentVolumeClaim>();
     let classes = ctx.informers.get::<StorageClass>();
     let nodes = ctx.informers.get::<Node>();
+    let pods = ctx.informers.get::<Pod>();
+    pods.add_index(PODS_BY_CLAIM, claims_of);
     volumes.add_index(BY_CLAIM, |v: &PersistentVolume| {
         claim_ref_key(v)
             .map(|k| k.to_string())
@@ -139,6 +173,7 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
         claims: claims.clone(),
         classes: classes.clone(),
         nodes: nodes.clone(),
+        pods: pods.clone(),
         written_volumes: Written::default(),
         written_claims: Written::default(),
         client,
@@ -212,10 +247,33 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
             }
         });
     }
+    {
+        // A new consumer of a claim waiting for one changes what the claim reports.
+        let queue = queue.clone();
+        let claims = claims.clone();
+        pods.on_change(move |change| {
+            let Change::Added(pod) = change else { return };
+            if !is_unscheduled(pod) {
+                return;
+            }
+            for key in claims_of(pod) {
+                let Some((namespace, name)) = key.split_once('/') else {
+                    continue;
+                };
+                if claims
+                    .get(namespace, name)
+                    .is_some_and(|c| !has_annotation(c.as_ref(), ANN_BIND_COMPLETED))
+                {
+                    queue.add(ObjectKey::new(namespace, name));
+                }
+            }
+        });
+    }
     volumes.wait_synced().await;
     claims.wait_synced().await;
     classes.wait_synced().await;
     nodes.wait_synced().await;
+    pods.wait_synced().await;
     let period = ctx
         .options
         .pvclaimbinder_sync_period
