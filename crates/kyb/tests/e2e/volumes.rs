@@ -430,6 +430,35 @@ provisioner: example.com/nfs
         );
     }
 
+    // A pod using the claim, not scheduled yet (there are no nodes).
+    apply(
+        &cluster,
+        "apiVersion: v1
+kind: Pod
+metadata:
+  name: user
+  namespace: default
+spec:
+  containers:
+  - name: app
+    image: busybox
+    volumeMounts:
+    - {name: data, mountPath: /data}
+  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: wants-local}
+",
+    );
+    wait_described(
+        &cluster,
+        "pvc",
+        "wants-local",
+        &[
+            "WaitForPodScheduled",
+            "waiting for pod user to be scheduled",
+        ],
+    );
+
     // The scheduler picking a node the volume cannot reach: still no binding.
     cluster.kubectl_ok(&[
         "annotate",
