@@ -576,6 +576,19 @@ fn prebound_and_named_volumes() {
     );
     wait_phase(&cluster, "pv", "half-bound", "Bound");
 
+    // A volume bound to a claim that no longer exists (another UID) is Released.
+    apply(
+        &cluster,
+        &pv(
+            "orphan",
+            "1Gi",
+            "",
+            "Retain",
+            "  claimRef:\n    namespace: default\n    name: half\n    uid: 0000-gone\n",
+        ),
+    );
+    wait_phase(&cluster, "pv", "orphan", "Released");
+
     // A claim naming its volume gets exactly that one.
     apply(&cluster, &pvc("named", "1Gi", "", "  volumeName: big\n"));
     wait_phase(&cluster, "pvc", "named", "Bound");
