@@ -91,6 +91,12 @@ pub fn all() -> Vec<Descriptor> {
             start: |ctx| Box::pin(crate::nodelifecycle::run(ctx)),
         },
         Descriptor {
+            name: crate::volume::persistentvolume::NAME,
+            aliases: &["persistentvolume-binder"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::volume::persistentvolume::run(ctx)),
+        },
+        Descriptor {
             name: "replicaset-controller",
             aliases: &["replicaset"],
             on_by_default: true,

@@ -39,3 +39,4 @@ pub mod selector;
 pub mod serviceaccount;
 pub mod statefulset;
 pub mod ttlafterfinished;
+pub mod volume;

@@ -51,6 +51,9 @@ pub struct Options {
     /// How often each controller re-reconciles everything it owns, level-driven, even
     /// without changes (`--min-resync-period`).
     pub resync_period: Duration,
+    /// How often the PersistentVolume binder re-examines every volume and claim
+    /// (`--pvclaimbinder-sync-period`).
+    pub pvclaimbinder_sync_period: Duration,
 }
 
 impl Default for Options {
@@ -74,6 +77,7 @@ impl Default for Options {
             hpa_initial_readiness_delay: Duration::from_secs(30),
             hpa_downscale_stabilization: Duration::from_secs(300),
             resync_period: Duration::from_secs(12 * 3600),
+            pvclaimbinder_sync_period: Duration::from_secs(15),
         }
     }
 }

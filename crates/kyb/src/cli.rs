@@ -149,6 +149,9 @@ pub struct ControllerArgs {
     /// How far back an HPA looks for higher recommendations before it scales down.
     #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
     pub horizontal_pod_autoscaler_downscale_stabilization: Duration,
+    /// How often the PersistentVolume binder re-examines every volume and claim.
+    #[arg(long, default_value = "15s", value_parser = parse_duration, value_name = "DURATION")]
+    pub pvclaimbinder_sync_period: Duration,
 }
 
 #[derive(Debug, Args)]

@@ -146,6 +146,9 @@ pub fn prepare_for_status_update(
     if let Some(s) = status {
         n.insert("status".to_string(), s);
     }
+    if group.is_empty() && kind == "PersistentVolume" {
+        core::storage::prepare_pv_status_update(new, old);
+    }
     default_object(group, version, kind, new);
 }
 

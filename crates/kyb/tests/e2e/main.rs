@@ -25,6 +25,7 @@ mod scheduling;
 mod security;
 mod service_accounts;
 mod sets;
+mod volumes;
 mod webhook_server;
 mod webhooks;
 mod workflows;

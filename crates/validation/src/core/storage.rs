@@ -91,6 +91,31 @@ pub(crate) fn prepare_pv(obj: &mut Value) {
     }
 }
 
+/// A PV status update: `lastPhaseTransitionTime` is kept while the phase stays, and set to
+/// now when the phase changes and the client left the time unset or unchanged.
+pub(crate) fn prepare_pv_status_update(new: &mut Value, old: &Value) {
+    let time = |v: &Value| {
+        v.get("status")
+            .and_then(|s| s.get("lastPhaseTransitionTime"))
+            .cloned()
+    };
+    let phase = |v: &Value| v.get("status").and_then(|s| s.get("phase")).cloned();
+    let (old_time, new_time) = (time(old), time(new));
+    let stamp = if phase(old) == phase(new) {
+        match (new_time, old_time) {
+            (None, Some(kept)) => kept,
+            _ => return,
+        }
+    } else if new_time.is_none() || new_time == old_time {
+        Value::String(now_rfc3339())
+    } else {
+        return;
+    };
+    if let Some(status) = new.as_object_mut().and_then(|n| obj_mut(n, "status")) {
+        status.insert("lastPhaseTransitionTime".to_string(), stamp);
+    }
+}
+
 fn validate_access_modes(modes: &[Value], path: &Path) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let mut rwop = false;
@@ -741,5 +766,33 @@ mod tests {
         assert_eq!(pv["spec"]["volumeMode"], json!("Filesystem"));
         assert_eq!(pv["spec"]["capacity"]["storage"], json!("1Gi"));
         assert_eq!(pv["status"]["phase"], json!("Pending"));
+    }
+
+    #[test]
+    fn pv_phase_transition_time_follows_the_phase() {
+        let old = json!({"status": {"phase": "Available", "lastPhaseTransitionTime": "2020-01-01T00:00:00Z"}});
+        // Same phase, time left out: kept.
+        let mut new = json!({"status": {"phase": "Available"}});
+        prepare_pv_status_update(&mut new, &old);
+        assert_eq!(
+            new["status"]["lastPhaseTransitionTime"],
+            json!("2020-01-01T00:00:00Z")
+        );
+        // New phase, time left out or unchanged: now.
+        for mut new in [
+            json!({"status": {"phase": "Bound"}}),
+            json!({"status": {"phase": "Bound", "lastPhaseTransitionTime": "2020-01-01T00:00:00Z"}}),
+        ] {
+            prepare_pv_status_update(&mut new, &old);
+            let stamped = &new["status"]["lastPhaseTransitionTime"];
+            assert!(stamped.is_string() && *stamped != json!("2020-01-01T00:00:00Z"));
+        }
+        // New phase with the client's own time: the client's.
+        let mut new = json!({"status": {"phase": "Bound", "lastPhaseTransitionTime": "2021-01-01T00:00:00Z"}});
+        prepare_pv_status_update(&mut new, &old);
+        assert_eq!(
+            new["status"]["lastPhaseTransitionTime"],
+            json!("2021-01-01T00:00:00Z")
+        );
     }
 }
