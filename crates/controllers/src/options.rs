@@ -39,6 +39,9 @@ pub struct Options {
     /// How often each controller re-reconciles everything it owns, level-driven, even
     /// without changes (`--min-resync-period`).
     pub resync_period: Duration,
+    /// How often every ResourceQuota's usage is recalculated in full
+    /// (`--resource-quota-sync-period`).
+    pub resource_quota_sync_period: Duration,
 }
 
 impl Default for Options {
@@ -58,6 +61,7 @@ impl Default for Options {
             workers: 5,
             hpa_sync_period: Duration::from_secs(15),
             resync_period: Duration::from_secs(12 * 3600),
+            resource_quota_sync_period: Duration::from_secs(5 * 60),
         }
     }
 }

@@ -129,6 +129,10 @@ pub struct ControllerArgs {
     /// Workers per controller.
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub concurrent_syncs: usize,
+
+    /// How often every ResourceQuota's usage is recalculated in full.
+    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    pub resource_quota_sync_period: Duration,
 }
 
 #[derive(Debug, Args)]

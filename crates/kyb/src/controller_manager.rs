@@ -21,6 +21,7 @@ fn options(args: &ControllerArgs, root_ca_pem: Option<String>) -> Options {
         node_cidr_mask_size: args.node_cidr_mask_size,
         allocate_node_cidrs: args.allocate_node_cidrs,
         workers: args.concurrent_syncs.max(1),
+        resource_quota_sync_period: args.resource_quota_sync_period,
         root_ca_pem,
         ..Options::default()
     }
