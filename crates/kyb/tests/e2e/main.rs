@@ -20,6 +20,7 @@ mod net_controllers;
 mod nodes;
 mod patch;
 mod policies;
+mod quota_controller;
 mod scheduling;
 mod security;
 mod service_accounts;
