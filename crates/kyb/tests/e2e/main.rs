@@ -12,6 +12,7 @@ mod cli;
 mod client;
 mod cluster;
 mod controller_manager;
+mod evictions;
 mod garbage_collection;
 mod http;
 mod kubectl;
