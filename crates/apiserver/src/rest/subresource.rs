@@ -417,7 +417,7 @@ fn set_condition(pod: &mut Value, kind: &str, status: &str) {
     }
 }
 
-/// Rounds of re-reading a PodDisruptionBudget when another eviction updated it first.
+/// Rounds of deciding again when the budget or the pod changed under an eviction.
 const EVICTION_ATTEMPTS: usize = 20;
 
 /// `pods/eviction`, as Kubernetes' eviction REST: a pod that is terminal, pending or
@@ -443,13 +443,33 @@ async fn eviction(call: &Call<'_>, name: &str) -> Result<Response, Status> {
         .map(delete::DeleteOptions::from_value)
         .unwrap_or_default();
     options.dry_run |= call.query.dry_run()?;
-    let pod = read::read_object(call, name).await?;
-    let pod = pod.value().map_err(Status::internal)?;
-    if can_ignore_budgets(&pod) {
-        delete_evicted(call, name, &options, &pod, true).await?;
-        return Ok(eviction_success());
+    // A conflict means the pod changed under the decision: decide again, unless the
+    // eviction stated its own resource version.
+    let retry = options.precondition_rv.is_none();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let pod = read::read_object(call, name).await?;
+        let pod = pod.value().map_err(Status::internal)?;
+        match evict(call, name, &options, &pod).await {
+            Ok(()) => return Ok(eviction_success()),
+            Err(status) if status.code == 409 && retry && attempt < EVICTION_ATTEMPTS => {}
+            Err(status) => return Err(status),
+        }
     }
-    let mut budgets = disruption_budgets(call, &pod)?;
+}
+
+/// One eviction decision on the pod as read, and the delete.
+async fn evict(
+    call: &Call<'_>,
+    name: &str,
+    options: &delete::DeleteOptions,
+    pod: &Value,
+) -> Result<(), Status> {
+    if can_ignore_budgets(pod) {
+        return delete_evicted(call, name, options, pod, true).await;
+    }
+    let mut budgets = disruption_budgets(call, pod)?;
     if budgets.len() > 1 {
         return Err(Status::new(
             500,
@@ -458,19 +478,17 @@ async fn eviction(call: &Call<'_>, name: &str) -> Result<Response, Status> {
         ));
     }
     let Some(mut budget) = budgets.pop() else {
-        delete_evicted(call, name, &options, &pod, false).await?;
-        return Ok(eviction_success());
+        return delete_evicted(call, name, options, pod, false).await;
     };
-    let ready = pod_ready(&pod);
+    let ready = pod_ready(pod);
     let policy = budget
         .pointer("/spec/unhealthyPodEvictionPolicy")
         .and_then(Value::as_str);
     if !ready && policy == Some("AlwaysAllow") {
-        delete_evicted(call, name, &options, &pod, true).await?;
-        return Ok(eviction_success());
+        return delete_evicted(call, name, options, pod, true).await;
     }
     let budget_name = meta::name(&budget).unwrap_or_default().to_string();
-    let namespace = meta::namespace(&pod).unwrap_or_default().to_string();
+    let namespace = meta::namespace(pod).unwrap_or_default().to_string();
     let Some(pdbs) = kyb_api::registry::find("policy", "v1", "poddisruptionbudgets") else {
         return Err(Status::internal("poddisruptionbudgets is not registered"));
     };
@@ -509,8 +527,7 @@ async fn eviction(call: &Call<'_>, name: &str) -> Result<Response, Status> {
             Err(status) => return Err(status),
         }
     }
-    delete_evicted(call, name, &options, &pod, unready_within_budget).await?;
-    Ok(eviction_success())
+    delete_evicted(call, name, options, pod, unready_within_budget).await
 }
 
 fn eviction_success() -> Response {
