@@ -136,8 +136,8 @@ fn resource_quota_holds_under_concurrent_creates_and_recovers_after_deletes() {
         "q",
         "--hard=configmaps=6,pods=2,requests.cpu=1",
     ]);
-    // The resource quota controller fills in the status (the namespace's kube-root-ca.crt counts); until
-    // then the quota constrains nothing.
+    // The resource quota controller fills in the status (the namespace's kube-root-ca.crt
+    // counts); until then the quota constrains nothing.
     wait_output(
         &cluster,
         &[
