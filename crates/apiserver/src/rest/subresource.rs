@@ -823,4 +823,87 @@ mod tests {
             assert!(matches!(bound_pod("p", &stored, "n"), Ok(None)));
         }
     }
+
+    fn budget(status: Value) -> Value {
+        json!({"metadata": {"name": "web", "generation": 2}, "status": status})
+    }
+
+    #[test]
+    fn evictions_decrement_the_budget_or_are_refused() {
+        let cause = |status: &Status| {
+            status
+                .details
+                .as_ref()
+                .and_then(|d| d.pointer("/causes/0/message"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let behind = budget(json!({"observedGeneration": 1, "disruptionsAllowed": 3}));
+        let Err(refused) = decremented_budget_status(&behind, "p", false) else {
+            panic!("an unprocessed budget allows nothing");
+        };
+        assert_eq!(refused.code, 429);
+        assert_eq!(
+            cause(&refused),
+            "The disruption budget web is still being processed by the server."
+        );
+
+        let none = budget(json!({"observedGeneration": 2, "disruptionsAllowed": 0,
+            "desiredHealthy": 3, "currentHealthy": 3}));
+        let Err(refused) = decremented_budget_status(&none, "p", false) else {
+            panic!("no disruption left");
+        };
+        assert_eq!(refused.code, 429);
+        assert_eq!(
+            refused.message,
+            "Cannot evict pod as it would violate the pod's disruption budget."
+        );
+        assert_eq!(
+            cause(&refused),
+            "The disruption budget web needs 3 healthy pods and has 3 currently"
+        );
+
+        let negative = budget(json!({"observedGeneration": 2, "disruptionsAllowed": -1}));
+        assert!(matches!(
+            decremented_budget_status(&negative, "p", false),
+            Err(Status { code: 403, .. })
+        ));
+
+        let one = budget(json!({"observedGeneration": 2, "disruptionsAllowed": 1,
+            "disruptedPods": {"other": "2026-01-01T00:00:00Z"}}));
+        let status = decremented_budget_status(&one, "p", false).unwrap_or_default();
+        assert_eq!(status["disruptionsAllowed"], 0);
+        assert!(status["disruptedPods"]["p"].is_string(), "{status}");
+        assert!(status["disruptedPods"]["other"].is_string(), "{status}");
+        assert_eq!(status["conditions"][0]["type"], "DisruptionAllowed");
+        assert_eq!(status["conditions"][0]["status"], "False");
+        assert_eq!(status["conditions"][0]["reason"], "InsufficientPods");
+
+        let dry = decremented_budget_status(&one, "p", true).unwrap_or_default();
+        assert_eq!(dry["disruptionsAllowed"], 0);
+        assert!(dry["disruptedPods"].get("p").is_none(), "{dry}");
+
+        let two = budget(json!({"observedGeneration": 2, "disruptionsAllowed": 2}));
+        let status = decremented_budget_status(&two, "p", false).unwrap_or_default();
+        assert_eq!(status["disruptionsAllowed"], 1);
+        assert!(status.get("conditions").is_none(), "{status}");
+    }
+
+    #[test]
+    fn which_pods_skip_the_budget() {
+        let pod = |phase: &str, deleting: bool, ready: &str| {
+            json!({
+                "metadata": {"name": "p", "deletionTimestamp": if deleting { json!("2026-01-01T00:00:00Z") } else { Value::Null }},
+                "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}]},
+            })
+        };
+        assert!(can_ignore_budgets(&pod("Succeeded", false, "False")));
+        assert!(can_ignore_budgets(&pod("Failed", false, "False")));
+        assert!(can_ignore_budgets(&pod("Pending", false, "False")));
+        assert!(can_ignore_budgets(&pod("Running", true, "True")));
+        assert!(!can_ignore_budgets(&pod("Running", false, "True")));
+        assert!(pod_ready(&pod("Running", false, "True")));
+        assert!(!pod_ready(&pod("Running", false, "False")));
+    }
 }
