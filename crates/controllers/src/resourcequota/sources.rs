@@ -5,7 +5,8 @@
 //! ConfigMaps, Secrets, ReplicationControllers, ResourceQuotas) are read from shared
 //! informers; an informer is asked for only once some quota tracks its kind (pods and
 //! quotas always). Their deletions — and the updates [`super::replenish`] names — requeue
-//! the namespace's quotas that track the kind. Any other `count/<resource>.<group>` is
+//! the namespace's quotas that track the kind; their creations requeue only quotas whose
+//! status is not complete yet (admission charges the others). Any other `count/<resource>.<group>` is
 //! counted by a metadata-only list through the API at each sync (found by discovery);
 //! those counts come down at the next full resync.
 
@@ -48,8 +49,8 @@ pub struct Sources {
     tracked: Mutex<BTreeMap<ObjectKey, Tracked>>,
     /// The informed kinds whose changes are followed already.
     watched: Mutex<BTreeSet<&'static str>>,
-    /// Discovery's answer per counted resource (`None`: no such namespaced resource).
-    discovered: Mutex<HashMap<GroupResource, Option<ApiResource>>>,
+    /// Discovery's answer per counted resource found (an unknown one is looked up again).
+    discovered: Mutex<HashMap<GroupResource, ApiResource>>,
 }
 
 /// A quota as the handlers know it.
@@ -319,7 +320,7 @@ impl Sources {
     /// The API resource of (group, resource), if the server serves it namespaced.
     async fn discover(&self, gr: &GroupResource) -> anyhow::Result<Option<ApiResource>> {
         if let Some(found) = lock(&self.discovered).get(gr) {
-            return Ok(found.clone());
+            return Ok(Some(found.clone()));
         }
         let group = match kube::discovery::oneshot::group(&self.client, &gr.group).await {
             Ok(group) => group,
@@ -332,7 +333,7 @@ impl Sources {
             .into_iter()
             .find(|(r, caps)| r.plural == gr.resource && caps.scope == Scope::Namespaced)
             .map(|(r, _)| r);
-        if found.is_some() {
+        if let Some(found) = &found {
             lock(&self.discovered).insert(gr.clone(), found.clone());
         }
         Ok(found)
