@@ -106,8 +106,6 @@ pub struct Server {
     pub admission: crate::admission::Chain,
     pub auditor: Option<Arc<Auditor>>,
     pub ca_pem: String,
-    /// Writes charged to quotas and not stored yet (see the quota keeper).
-    pub quota_inflight: Arc<crate::keepers::quota::Inflight>,
     /// The identity of the server's own writes.
     pub apiserver_user: Arc<User>,
     inflight: Arc<Semaphore>,
@@ -162,7 +160,6 @@ impl ApiServer {
             admission: security.admission,
             auditor: security.auditor,
             ca_pem: security.ca_pem,
-            quota_inflight: Arc::default(),
             apiserver_user: Arc::new(User::apiserver()),
             inflight: Arc::new(Semaphore::new(config.max_requests_in_flight)),
             config,

@@ -109,6 +109,12 @@ pub fn all() -> Vec<Descriptor> {
             start: |ctx| Box::pin(crate::replicaset::run_rc(ctx)),
         },
         Descriptor {
+            name: crate::resourcequota::NAME,
+            aliases: &["resourcequota"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::resourcequota::run(ctx)),
+        },
+        Descriptor {
             name: crate::rootcacertpublisher::NAME,
             aliases: &["root-ca-cert-publisher"],
             on_by_default: true,

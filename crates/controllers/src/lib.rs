@@ -34,6 +34,7 @@ pub mod ownership;
 pub mod pod_readiness;
 pub mod podautoscaler;
 pub mod replicaset;
+pub mod resourcequota;
 pub mod rootcacertpublisher;
 pub mod selector;
 pub mod serviceaccount;

@@ -54,6 +54,9 @@ pub struct Options {
     /// How often the PersistentVolume binder re-examines every volume and claim
     /// (`--pvclaimbinder-sync-period`).
     pub pvclaimbinder_sync_period: Duration,
+    /// How often every ResourceQuota's usage is recalculated in full
+    /// (`--resource-quota-sync-period`).
+    pub resource_quota_sync_period: Duration,
 }
 
 impl Default for Options {
@@ -78,6 +81,7 @@ impl Default for Options {
             hpa_downscale_stabilization: Duration::from_secs(300),
             resync_period: Duration::from_secs(12 * 3600),
             pvclaimbinder_sync_period: Duration::from_secs(15),
+            resource_quota_sync_period: Duration::from_secs(5 * 60),
         }
     }
 }

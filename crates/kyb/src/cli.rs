@@ -152,6 +152,9 @@ pub struct ControllerArgs {
     /// How often the PersistentVolume binder re-examines every volume and claim.
     #[arg(long, default_value = "15s", value_parser = parse_duration, value_name = "DURATION")]
     pub pvclaimbinder_sync_period: Duration,
+    /// How often every ResourceQuota's usage is recalculated in full.
+    #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
+    pub resource_quota_sync_period: Duration,
 }
 
 #[derive(Debug, Args)]

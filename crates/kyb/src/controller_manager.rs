@@ -27,6 +27,7 @@ fn options(args: &ControllerArgs, root_ca_pem: Option<String>) -> Options {
         hpa_initial_readiness_delay: args.horizontal_pod_autoscaler_initial_readiness_delay,
         hpa_downscale_stabilization: args.horizontal_pod_autoscaler_downscale_stabilization,
         pvclaimbinder_sync_period: args.pvclaimbinder_sync_period,
+        resource_quota_sync_period: args.resource_quota_sync_period,
         root_ca_pem,
         ..Options::default()
     }

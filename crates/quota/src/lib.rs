@@ -13,7 +13,7 @@
 //!   [`check_at`] (the decision and the quotas' new `status.used` as [`QuotaUpdate`]s,
 //!   or a [`QuotaError`]), [`usage`] / [`usage_at`] (what one object counts for),
 //!   [`matches_scopes`].
-//! - ResourceQuota status keeper: [`recalculate`] / [`recalculate_at`] (usage from the
+//! - The resource quota controller's recalculation: [`recalculate`] / [`recalculate_at`] (usage from the
 //!   namespace's objects), [`status`], [`status_changed`].
 //! - Cheap pre-checks: [`tracked_resources`], [`affected_resources`], [`may_affect`],
 //!   [`has_limits_for`].
@@ -27,8 +27,8 @@
 //! against corrupt data. The consequences are the conservative ones: a LimitRange or
 //! quota limit that does not parse is not enforced, a container quantity that does not
 //! parse counts as missing (so `min` and `must specify` checks refuse), and a quota whose
-//! `status.used` does not parse refuses writes with `status unknown` until the status
-//! keeper rewrites it.
+//! `status.used` does not parse refuses writes with `status unknown` until the resource
+//! quota controller rewrites it.
 
 mod json;
 mod limit_ranger;

@@ -1,8 +1,8 @@
 //! ResourceQuota: a write that would take a namespace over one of its quotas is refused;
 //! otherwise the quotas' `status.used` is raised (compare-and-swap on each quota) before the
 //! object is stored, so concurrent writes can never overshoot a quota together. The
-//! decision is `kyb-quota`'s; usage going down again (deletes, finished pods) is the status
-//! keeper's work (`crate::keepers::quota`).
+//! decision is `kyb-quota`'s; usage going down again (deletes, finished pods) is the
+//! controller manager's `resourcequota-controller`'s work, as in Kubernetes.
 //!
 //! Writes to one namespace are checked in batches, as Kubernetes' quota evaluator does:
 //! each request joins its namespace's queue, and one worker at a time takes everything
@@ -86,11 +86,6 @@ impl Plugin for ResourceQuota {
             .map(|_| ())
             .map_err(|error| refusal(&error, group, resource, name));
         }
-        // Until this write is stored (or refused), the status keeper leaves the namespace
-        // alone: its recount would not include what this write was charged.
-        context
-            .call
-            .hold(Box::new(server.quota_inflight.charge(attributes.namespace)));
         let (decided, decision) = oneshot::channel();
         let pending = Pending {
             group,

@@ -15,7 +15,7 @@ use kyb_api::{Status, meta};
 use serde_json::{Value, json};
 
 /// The parsed `DeleteOptions` (from the body and the query).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct DeleteOptions {
     pub grace_period: Option<i64>,
     pub propagation: Option<String>,

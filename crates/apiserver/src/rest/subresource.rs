@@ -417,33 +417,175 @@ fn set_condition(pod: &mut Value, kind: &str, status: &str) {
     }
 }
 
+/// Rounds of deciding again when the budget or the pod changed under an eviction.
+const EVICTION_ATTEMPTS: usize = 20;
+
+/// `pods/eviction`, as Kubernetes' eviction REST: a pod that is terminal, pending or
+/// already being deleted is deleted without consulting budgets; otherwise the pod's one
+/// PodDisruptionBudget (two or more: 500) must allow the disruption, which is recorded
+/// first — `status.disruptionsAllowed` decremented and the pod added to
+/// `status.disruptedPods`, in one compare-and-swap update of the budget's status, retried
+/// on conflict against the budget as it then is — and only then is the pod deleted. So
+/// concurrent evictions never take more than the budget allows. An unready pod may go
+/// without touching the budget when the budget's `unhealthyPodEvictionPolicy` is
+/// `AlwaysAllow`, or (`IfHealthyBudget`, the default) while the budget has its desired
+/// healthy pods. A dry run records nothing.
 async fn eviction(call: &Call<'_>, name: &str) -> Result<Response, Status> {
     let (mut eviction, _) = body::decode_object(call, "policy", "v1", "Eviction")?;
     admit_create(call, name, ("policy", "v1", "Eviction"), &mut eviction).await?;
-    let pod = read::read_object(call, name).await?;
-    let pod_value = pod.value().map_err(Status::internal)?;
-    check_disruption_budgets(call, &pod_value).await?;
+    if meta::name(&eviction).is_some_and(|n| !n.is_empty() && n != name) {
+        return Err(Status::bad_request(
+            "name in URL does not match name in Eviction object",
+        ));
+    }
     let mut options = eviction
         .get("deleteOptions")
         .map(delete::DeleteOptions::from_value)
         .unwrap_or_default();
-    options.dry_run = call.query.dry_run()?;
-    delete::delete_object(call, name, &options).await?;
-    Ok(response::json(
+    options.dry_run |= call.query.dry_run()?;
+    // A conflict means the pod changed under the decision: decide again, unless the
+    // eviction stated its own resource version.
+    let retry = options.precondition_rv.is_none();
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let pod = read::read_object(call, name).await?;
+        let pod = pod.value().map_err(Status::internal)?;
+        match evict(call, name, &options, &pod).await {
+            Ok(()) => return Ok(eviction_success()),
+            Err(status) if status.code == 409 && retry && attempt < EVICTION_ATTEMPTS => {}
+            Err(status) => return Err(status),
+        }
+    }
+}
+
+/// One eviction decision on the pod as read, and the delete.
+async fn evict(
+    call: &Call<'_>,
+    name: &str,
+    options: &delete::DeleteOptions,
+    pod: &Value,
+) -> Result<(), Status> {
+    if can_ignore_budgets(pod) {
+        return delete_evicted(call, name, options, pod, true).await;
+    }
+    let mut budgets = disruption_budgets(call, pod)?;
+    if budgets.len() > 1 {
+        return Err(Status::new(
+            500,
+            "",
+            "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.",
+        ));
+    }
+    let Some(mut budget) = budgets.pop() else {
+        return delete_evicted(call, name, options, pod, false).await;
+    };
+    let ready = pod_ready(pod);
+    let policy = budget
+        .pointer("/spec/unhealthyPodEvictionPolicy")
+        .and_then(Value::as_str);
+    if !ready && policy == Some("AlwaysAllow") {
+        return delete_evicted(call, name, options, pod, true).await;
+    }
+    let budget_name = meta::name(&budget).unwrap_or_default().to_string();
+    let namespace = meta::namespace(pod).unwrap_or_default().to_string();
+    let Some(pdbs) = kyb_api::registry::find("policy", "v1", "poddisruptionbudgets") else {
+        return Err(Status::internal("poddisruptionbudgets is not registered"));
+    };
+    let status_call = super::internal_call(
+        call.server,
+        pdbs,
+        Verb::Update,
+        Some(&namespace),
+        Some(Subresource::Status),
+    )?;
+    let mut unready_within_budget = false;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let number = |pointer: &str| budget.pointer(pointer).and_then(Value::as_i64).unwrap_or(0);
+        let desired = number("/status/desiredHealthy");
+        if !ready && number("/status/currentHealthy") >= desired && desired > 0 {
+            unready_within_budget = true;
+            break;
+        }
+        let status = decremented_budget_status(&budget, name, options.dry_run)?;
+        if options.dry_run {
+            break;
+        }
+        let precondition = meta::resource_version(&budget).map(str::to_string);
+        match super::update_status(&status_call, &budget_name, precondition.as_deref(), status)
+            .await
+        {
+            Ok(_) => break,
+            Err(status) if status.code == 409 && attempt < EVICTION_ATTEMPTS => {
+                // Another eviction (or the disruption controller) moved the budget first:
+                // decide again on the budget as it now is.
+                let fresh = read::read_object(&status_call, &budget_name).await?;
+                budget = fresh.value().map_err(Status::internal)?;
+            }
+            Err(status) => return Err(status),
+        }
+    }
+    delete_evicted(call, name, options, pod, unready_within_budget).await
+}
+
+fn eviction_success() -> Response {
+    response::json(
         StatusCode::CREATED,
         &json!({
             "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201
         }),
-    ))
+    )
 }
 
-/// Refuses an eviction that a PodDisruptionBudget of the pod does not allow.
-async fn check_disruption_budgets(call: &Call<'_>, pod: &Value) -> Result<(), Status> {
+/// A pod whose eviction needs no budget: finished, not started yet, or already going.
+fn can_ignore_budgets(pod: &Value) -> bool {
+    matches!(
+        pod.pointer("/status/phase").and_then(Value::as_str),
+        Some("Succeeded" | "Failed" | "Pending")
+    ) || pod
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+}
+
+/// Whether the pod's Ready condition is true.
+fn pod_ready(pod: &Value) -> bool {
+    pod.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|conditions| {
+            conditions.iter().any(|c| {
+                c.get("type").and_then(Value::as_str) == Some("Ready")
+                    && c.get("status").and_then(Value::as_str) == Some("True")
+            })
+        })
+}
+
+/// Deletes the evicted pod with the eviction's options. When the decision depended on
+/// the pod's state (`guard`), the delete is conditional on the pod not having changed
+/// since (its resource version), unless the eviction states its own preconditions.
+async fn delete_evicted(
+    call: &Call<'_>,
+    name: &str,
+    options: &delete::DeleteOptions,
+    pod: &Value,
+    guard: bool,
+) -> Result<(), Status> {
+    let mut options = options.clone();
+    if guard && options.precondition_rv.is_none() {
+        options.precondition_rv = meta::resource_version(pod).map(str::to_string);
+    }
+    delete::delete_object(call, name, &options).await?;
+    Ok(())
+}
+
+/// The PodDisruptionBudgets of the pod's namespace whose selector matches it.
+fn disruption_budgets(call: &Call<'_>, pod: &Value) -> Result<Vec<Value>, Status> {
     let Some(pdbs) = kyb_api::registry::find("policy", "v1", "poddisruptionbudgets") else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let Some(cache) = call.server.cache.resource(pdbs) else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let namespace = meta::namespace(pod).unwrap_or_default();
     let filter = crate::cache::object::Filter {
@@ -451,6 +593,7 @@ async fn check_disruption_budgets(call: &Call<'_>, pod: &Value) -> Result<(), St
         ..Default::default()
     };
     let page = cache.list(&pdbs.list_prefix(Some(namespace)), &filter, 0, 0);
+    let mut matching = Vec::new();
     for budget in &page.items {
         let Ok(budget) = budget.value() else { continue };
         let Some(selector) = budget.pointer("/spec/selector") else {
@@ -459,29 +602,114 @@ async fn check_disruption_budgets(call: &Call<'_>, pod: &Value) -> Result<(), St
         let Ok(selector) = kyb_api::labels::Selector::from_label_selector(selector) else {
             continue;
         };
-        if selector.is_empty() || !selector.matches(meta::labels(pod)) {
-            continue;
-        }
-        let allowed = budget
-            .pointer("/status/disruptionsAllowed")
-            .and_then(Value::as_i64)
-            .unwrap_or(0);
-        if allowed < 1 {
-            let mut status = Status::too_many_requests(
-                "Cannot evict pod as it would violate the pod's disruption budget.",
-                0,
-            );
-            status.details = Some(json!({"causes": [{
-                "reason": "DisruptionBudget",
-                "message": format!("The disruption budget {} needs {} healthy pods and has {} currently",
-                    meta::name(&budget).unwrap_or_default(),
-                    budget.pointer("/status/desiredHealthy").and_then(Value::as_i64).unwrap_or(0),
-                    budget.pointer("/status/currentHealthy").and_then(Value::as_i64).unwrap_or(0)),
-            }]}));
-            return Err(status);
+        // As in Kubernetes' eviction: a budget whose selector is empty matches nothing here.
+        if !selector.is_empty() && selector.matches(meta::labels(pod)) {
+            matching.push(budget);
         }
     }
-    Ok(())
+    Ok(matching)
+}
+
+/// A budget's status after one more disruption of `pod` (Kubernetes' `checkAndDecrement`),
+/// or the refusal: the budget's spec not yet processed (429), no disruptions left (429),
+/// a negative allowance or too many unconfirmed disruptions (403). A dry run adds no
+/// `disruptedPods` entry (and writes nothing).
+fn decremented_budget_status(budget: &Value, pod: &str, dry_run: bool) -> Result<Value, Status> {
+    /// Kubernetes' `MaxDisruptedPodSize`.
+    const MAX_DISRUPTED_PODS: usize = 2000;
+    let name = meta::name(budget).unwrap_or_default();
+    let number = |pointer: &str| budget.pointer(pointer).and_then(Value::as_i64).unwrap_or(0);
+    let refusal = |retry_after: u32, cause: String| {
+        let mut status = Status::too_many_requests(
+            "Cannot evict pod as it would violate the pod's disruption budget.",
+            retry_after,
+        );
+        let mut details = json!({"causes": [{"reason": "DisruptionBudget", "message": cause}]});
+        if retry_after > 0 {
+            details["retryAfterSeconds"] = retry_after.into();
+        }
+        status.details = Some(details);
+        status
+    };
+    if number("/status/observedGeneration") < number("/metadata/generation") {
+        return Err(refusal(
+            10,
+            format!("The disruption budget {name} is still being processed by the server."),
+        ));
+    }
+    let allowed = number("/status/disruptionsAllowed");
+    if allowed < 0 {
+        return Err(Status::forbidden(format!(
+            "poddisruptionbudgets.policy \"{name}\" is forbidden: pdb disruptions allowed is negative"
+        ))
+        .with_details("policy", "poddisruptionbudgets", name));
+    }
+    let disrupted = budget
+        .pointer("/status/disruptedPods")
+        .and_then(Value::as_object)
+        .map_or(0, |m| m.len());
+    if disrupted > MAX_DISRUPTED_PODS {
+        return Err(Status::forbidden(format!(
+            "poddisruptionbudgets.policy \"{name}\" is forbidden: DisruptedPods map too big - too many evictions not confirmed by PDB controller"
+        ))
+        .with_details("policy", "poddisruptionbudgets", name));
+    }
+    if allowed == 0 {
+        return Err(refusal(
+            0,
+            format!(
+                "The disruption budget {name} needs {} healthy pods and has {} currently",
+                number("/status/desiredHealthy"),
+                number("/status/currentHealthy")
+            ),
+        ));
+    }
+    let mut status = budget.get("status").cloned().unwrap_or_else(|| json!({}));
+    status["disruptionsAllowed"] = (allowed - 1).into();
+    if allowed - 1 == 0 {
+        set_disruption_allowed_false(&mut status);
+    }
+    if !dry_run {
+        if !status.get("disruptedPods").is_some_and(Value::is_object) {
+            status["disruptedPods"] = json!({});
+        }
+        status["disruptedPods"][pod] = crate::util::now().into();
+    }
+    Ok(status)
+}
+
+/// The budget's `DisruptionAllowed` condition set to False (`InsufficientPods`), its
+/// transition time kept if it was False already.
+fn set_disruption_allowed_false(status: &mut Value) {
+    let generation = status
+        .get("observedGeneration")
+        .cloned()
+        .unwrap_or(json!(0));
+    if !status.get("conditions").is_some_and(Value::is_array) {
+        status["conditions"] = json!([]);
+    }
+    let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) else {
+        return;
+    };
+    let now = crate::util::now();
+    match conditions
+        .iter_mut()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some("DisruptionAllowed"))
+    {
+        Some(condition) => {
+            if condition.get("status").and_then(Value::as_str) != Some("False") {
+                condition["status"] = "False".into();
+                condition["lastTransitionTime"] = now.into();
+            }
+            condition["reason"] = "InsufficientPods".into();
+            condition["message"] = "".into();
+            condition["observedGeneration"] = generation;
+        }
+        None => conditions.push(json!({
+            "type": "DisruptionAllowed", "status": "False", "reason": "InsufficientPods",
+            "message": "", "observedGeneration": generation, "lastTransitionTime": now,
+        })),
+    }
 }
 
 async fn finalize(call: &Call<'_>, name: &str) -> Result<Response, Status> {
@@ -594,5 +822,88 @@ mod tests {
         for stored in [serde_json::to_vec(&no_status).unwrap_or_default(), unsorted] {
             assert!(matches!(bound_pod("p", &stored, "n"), Ok(None)));
         }
+    }
+
+    fn budget(status: Value) -> Value {
+        json!({"metadata": {"name": "web", "generation": 2}, "status": status})
+    }
+
+    #[test]
+    fn evictions_decrement_the_budget_or_are_refused() {
+        let cause = |status: &Status| {
+            status
+                .details
+                .as_ref()
+                .and_then(|d| d.pointer("/causes/0/message"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let behind = budget(json!({"observedGeneration": 1, "disruptionsAllowed": 3}));
+        let Err(refused) = decremented_budget_status(&behind, "p", false) else {
+            panic!("an unprocessed budget allows nothing");
+        };
+        assert_eq!(refused.code, 429);
+        assert_eq!(
+            cause(&refused),
+            "The disruption budget web is still being processed by the server."
+        );
+
+        let none = budget(json!({"observedGeneration": 2, "disruptionsAllowed": 0,
+            "desiredHealthy": 3, "currentHealthy": 3}));
+        let Err(refused) = decremented_budget_status(&none, "p", false) else {
+            panic!("no disruption left");
+        };
+        assert_eq!(refused.code, 429);
+        assert_eq!(
+            refused.message,
+            "Cannot evict pod as it would violate the pod's disruption budget."
+        );
+        assert_eq!(
+            cause(&refused),
+            "The disruption budget web needs 3 healthy pods and has 3 currently"
+        );
+
+        let negative = budget(json!({"observedGeneration": 2, "disruptionsAllowed": -1}));
+        assert!(matches!(
+            decremented_budget_status(&negative, "p", false),
+            Err(Status { code: 403, .. })
+        ));
+
+        let one = budget(json!({"observedGeneration": 2, "disruptionsAllowed": 1,
+            "disruptedPods": {"other": "2026-01-01T00:00:00Z"}}));
+        let status = decremented_budget_status(&one, "p", false).unwrap_or_default();
+        assert_eq!(status["disruptionsAllowed"], 0);
+        assert!(status["disruptedPods"]["p"].is_string(), "{status}");
+        assert!(status["disruptedPods"]["other"].is_string(), "{status}");
+        assert_eq!(status["conditions"][0]["type"], "DisruptionAllowed");
+        assert_eq!(status["conditions"][0]["status"], "False");
+        assert_eq!(status["conditions"][0]["reason"], "InsufficientPods");
+
+        let dry = decremented_budget_status(&one, "p", true).unwrap_or_default();
+        assert_eq!(dry["disruptionsAllowed"], 0);
+        assert!(dry["disruptedPods"].get("p").is_none(), "{dry}");
+
+        let two = budget(json!({"observedGeneration": 2, "disruptionsAllowed": 2}));
+        let status = decremented_budget_status(&two, "p", false).unwrap_or_default();
+        assert_eq!(status["disruptionsAllowed"], 1);
+        assert!(status.get("conditions").is_none(), "{status}");
+    }
+
+    #[test]
+    fn which_pods_skip_the_budget() {
+        let pod = |phase: &str, deleting: bool, ready: &str| {
+            json!({
+                "metadata": {"name": "p", "deletionTimestamp": if deleting { json!("2026-01-01T00:00:00Z") } else { Value::Null }},
+                "status": {"phase": phase, "conditions": [{"type": "Ready", "status": ready}]},
+            })
+        };
+        assert!(can_ignore_budgets(&pod("Succeeded", false, "False")));
+        assert!(can_ignore_budgets(&pod("Failed", false, "False")));
+        assert!(can_ignore_budgets(&pod("Pending", false, "False")));
+        assert!(can_ignore_budgets(&pod("Running", true, "True")));
+        assert!(!can_ignore_budgets(&pod("Running", false, "True")));
+        assert!(pod_ready(&pod("Running", false, "True")));
+        assert!(!pod_ready(&pod("Running", false, "False")));
     }
 }

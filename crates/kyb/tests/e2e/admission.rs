@@ -136,8 +136,8 @@ fn resource_quota_holds_under_concurrent_creates_and_recovers_after_deletes() {
         "q",
         "--hard=configmaps=6,pods=2,requests.cpu=1",
     ]);
-    // The keeper fills in the status (the namespace's kube-root-ca.crt counts); until
-    // then the quota constrains nothing.
+    // The resource quota controller fills in the status (the namespace's kube-root-ca.crt
+    // counts); until then the quota constrains nothing.
     wait_output(
         &cluster,
         &[
@@ -221,7 +221,7 @@ fn resource_quota_holds_under_concurrent_creates_and_recovers_after_deletes() {
         text(&output)
     );
 
-    // Deleting gives the room back (the keeper recalculates).
+    // Deleting gives the room back (the resource quota controller recalculates).
     cluster.kubectl_ok(&[
         "delete",
         "configmap",

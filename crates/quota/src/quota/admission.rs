@@ -2,7 +2,7 @@
 //! usage it adds, and either the quotas' new `status.used` or Kubernetes' refusal.
 //!
 //! Enforcement reads `status.hard` and `status.used`, as Kubernetes does: a quota the
-//! status keeper has not synced yet (no `status.hard`) constrains nothing, and a quota
+//! resource quota controller has not synced yet (no `status.hard`) constrains nothing, and a quota
 //! whose `status.hard` names a resource this write touches but whose `status.used` lacks
 //! it refuses with `status unknown for quota`.
 
@@ -176,7 +176,7 @@ pub(crate) fn check(
 
     // Per quota: the full usage, or on an update of a stored object that the quota
     // already counted, only the growth (never a credit: shrinking frees quota only when
-    // the status keeper recalculates).
+    // the resource quota controller recalculates).
     let mut deltas: Vec<ResourceList> = vec![input.clone(); interesting.len()];
     if operation == Operation::Update {
         let Some(old) = old else {

@@ -1,7 +1,7 @@
-//! The ResourceQuota admission plugin and status keeper: what objects use
-//! ([`usage`]), which quotas they fall under ([`matches_scopes`]), the admission decision
-//! with the quotas' new usage ([`check`]), and the usage recalculated from scratch
-//! ([`recalculate`], [`status`]).
+//! The ResourceQuota admission plugin and the resource quota controller's recalculation:
+//! what objects use ([`usage`]), which quotas they fall under ([`matches_scopes`]), the
+//! admission decision with the quotas' new usage ([`check`]), and the usage recalculated
+//! from scratch ([`recalculate`], [`status`]).
 //!
 //! Accounting follows Kubernetes 1.33: pods (object count, `pods`, cpu, memory,
 //! ephemeral storage requests and limits, hugepages, extended resources as

@@ -1,4 +1,4 @@
-//! The quota status keeper's side (the resource quota controller's `syncResourceQuota`):
+//! The resource quota controller's side (`syncResourceQuota`):
 //! recalculating `status.used` from the namespace's objects, building the status object,
 //! and telling which resources a quota tracks so the server can skip quota work cheaply.
 

@@ -1,0 +1,383 @@
+//! Where the resource quota controller reads what quotas count, and which changes send a
+//! quota back to its queue.
+//!
+//! The kinds with their own evaluators or legacy names (pods, services, claims,
+//! ConfigMaps, Secrets, ReplicationControllers, ResourceQuotas) are read from shared
+//! informers; an informer is asked for only once some quota tracks its kind (pods and
+//! quotas always). Their deletions — and the updates [`super::replenish`] names — requeue
+//! the namespace's quotas that track the kind; their creations requeue only quotas whose
+//! status is not complete yet (admission charges the others). Any other `count/<resource>.<group>` is
+//! counted by a metadata-only list through the API at each sync (found by discovery);
+//! those counts come down at the next full resync.
+
+use super::replenish;
+use crate::clock::Clock;
+use anyhow::Context as _;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolumeClaim, Pod, ReplicationController, ResourceQuota, Secret, Service,
+};
+use kube::api::{Api, ApiResource, DynamicObject, ListParams};
+use kube::discovery::Scope;
+use kyb_quota::GroupResource;
+use kyb_runtime::informer::{Change, Informable, Informer, ObjectKey, SharedInformers};
+use kyb_runtime::queue::WorkQueue;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// The kinds read from informers, by their core-group resource name.
+const INFORMED: &[&str] = &[
+    "pods",
+    "services",
+    "persistentvolumeclaims",
+    "configmaps",
+    "secrets",
+    "replicationcontrollers",
+    "resourcequotas",
+];
+
+/// The controller's view of the objects quotas count.
+pub struct Sources {
+    informers: Arc<SharedInformers>,
+    pub quotas: Arc<Informer<ResourceQuota>>,
+    pods: Arc<Informer<Pod>>,
+    client: kube::Client,
+    clock: Arc<dyn Clock>,
+    queue: OnceLock<Arc<WorkQueue<ObjectKey>>>,
+    /// What each quota can be charged for, and whether its status is complete.
+    tracked: Mutex<BTreeMap<ObjectKey, Tracked>>,
+    /// The informed kinds whose changes are followed already.
+    watched: Mutex<BTreeSet<&'static str>>,
+    /// Discovery's answer per counted resource found (an unknown one is looked up again).
+    discovered: Mutex<HashMap<GroupResource, ApiResource>>,
+}
+
+/// A quota as the handlers know it.
+struct Tracked {
+    /// The (group, resource) pairs it can be charged for.
+    affected: BTreeSet<GroupResource>,
+    /// Whether its `status.hard` is its `spec.hard` with a `status.used` for each name.
+    /// Until then admission charges nothing to it, so a creation must recount it too.
+    complete: bool,
+}
+
+/// Whether the quota's status is complete (see [`Tracked::complete`]).
+fn complete(quota: &ResourceQuota) -> bool {
+    let hard = quota.spec.as_ref().and_then(|s| s.hard.as_ref());
+    let status = quota.status.as_ref();
+    hard == status.and_then(|s| s.hard.as_ref())
+        && hard.into_iter().flatten().all(|(name, _)| {
+            status
+                .and_then(|s| s.used.as_ref())
+                .is_some_and(|used| used.contains_key(name))
+        })
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Sources {
+    pub fn new(
+        informers: Arc<SharedInformers>,
+        client: kube::Client,
+        clock: Arc<dyn Clock>,
+    ) -> Arc<Sources> {
+        Arc::new(Sources {
+            quotas: informers.get::<ResourceQuota>(),
+            pods: informers.get::<Pod>(),
+            informers,
+            client,
+            clock,
+            queue: OnceLock::new(),
+            tracked: Mutex::default(),
+            watched: Mutex::default(),
+            discovered: Mutex::default(),
+        })
+    }
+
+    /// Connects the handlers to the controller's queue.
+    pub fn start(self: &Arc<Self>, queue: Arc<WorkQueue<ObjectKey>>) {
+        let _ = self.queue.set(queue);
+        let sources = self.clone();
+        self.quotas
+            .on_change(move |change| sources.quota_changed(change));
+        self.watch("pods");
+        self.watch("resourcequotas");
+    }
+
+    fn queue(&self) -> Option<&Arc<WorkQueue<ObjectKey>>> {
+        self.queue.get()
+    }
+
+    /// A quota added, updated or deleted: track what it counts; sync it when it is new or
+    /// its `spec.hard` is not (yet) its `status.hard`.
+    fn quota_changed(self: &Arc<Self>, change: &Change<'_, ResourceQuota>) {
+        let quota = change.object();
+        let key = ObjectKey::of(quota.as_ref());
+        if let Change::Deleted(_) = change {
+            lock(&self.tracked).remove(&key);
+            self.replenish(&key.namespace, "", "resourcequotas", None);
+            return;
+        }
+        let affected = serde_json::to_value(quota.as_ref())
+            .map(|json| kyb_quota::affected_resources(&json))
+            .unwrap_or_default();
+        for gr in &affected {
+            if gr.group.is_empty()
+                && let Some(kind) = INFORMED.iter().find(|k| **k == gr.resource)
+            {
+                self.watch(kind);
+            }
+        }
+        let tracked = Tracked {
+            affected,
+            complete: complete(quota),
+        };
+        lock(&self.tracked).insert(key.clone(), tracked);
+        let hard = |q: &ResourceQuota| q.spec.as_ref().and_then(|s| s.hard.clone());
+        let sync = match change {
+            Change::Updated { old, new } => {
+                hard(old) != hard(new)
+                    || hard(new) != new.status.as_ref().and_then(|s| s.hard.clone())
+            }
+            _ => true,
+        };
+        if sync && let Some(queue) = self.queue() {
+            queue.add(key);
+        }
+    }
+
+    /// Follows the changes of an informed kind (once).
+    fn watch(self: &Arc<Self>, kind: &'static str) {
+        if !lock(&self.watched).insert(kind) {
+            return;
+        }
+        match kind {
+            "pods" => {
+                let sources = self.clone();
+                self.pods
+                    .on_change(move |change| sources.pod_changed(change));
+            }
+            "services" => self.follow::<Service>(kind, replenish::service_update),
+            "persistentvolumeclaims" => {
+                self.follow::<PersistentVolumeClaim>(kind, replenish::claim_update)
+            }
+            "configmaps" => self.follow::<ConfigMap>(kind, |_, _| false),
+            "secrets" => self.follow::<Secret>(kind, |_, _| false),
+            "replicationcontrollers" => self.follow::<ReplicationController>(kind, |_, _| false),
+            // Quotas' own changes are handled in `quota_changed`.
+            _ => {}
+        }
+    }
+
+    /// Replenishes on deletions and on the updates `updated` says lower usage.
+    fn follow<K: Informable>(
+        self: &Arc<Self>,
+        resource: &'static str,
+        updated: fn(&K, &K) -> bool,
+    ) {
+        let sources = self.clone();
+        self.informers.get::<K>().on_change(move |change| {
+            let object = change.object();
+            let Some(namespace) = object.meta().namespace.as_deref() else {
+                return;
+            };
+            match change {
+                Change::Added(_) => sources.created(namespace, resource),
+                Change::Updated { old, new } if updated(old, new) => {
+                    sources.replenish(namespace, "", resource, None);
+                }
+                Change::Updated { .. } => {}
+                Change::Deleted(_) => sources.replenish(namespace, "", resource, None),
+            }
+        });
+    }
+
+    fn pod_changed(&self, change: &Change<'_, Pod>) {
+        let pod = change.object();
+        let Some(namespace) = pod.metadata.namespace.as_deref() else {
+            return;
+        };
+        match change {
+            Change::Added(_) => self.created(namespace, "pods"),
+            Change::Deleted(_) => self.replenish(namespace, "", "pods", None),
+            Change::Updated { old, new } => {
+                let now = self.clock.now();
+                if replenish::pod_update(old, new, now) {
+                    self.replenish(namespace, "", "pods", None);
+                } else if replenish::pod_counts(new, now)
+                    && let Some(left) = replenish::grace_left(new, now)
+                {
+                    // Nothing announces the end of a deletion's grace period.
+                    let after = left + Duration::from_secs(1);
+                    self.replenish(namespace, "", "pods", Some(after));
+                }
+            }
+        }
+    }
+
+    /// A core-group object created: admission charged it to every quota with a complete
+    /// status; the others (being synced for the first time) are recounted.
+    fn created(&self, namespace: &str, resource: &str) {
+        let Some(queue) = self.queue() else { return };
+        for key in self.quotas_for(namespace, "", resource, true) {
+            queue.add(key);
+        }
+    }
+
+    /// The namespace's quotas that can be charged for (group, resource) (only those
+    /// without a complete status, with `incomplete`).
+    fn quotas_for(
+        &self,
+        namespace: &str,
+        group: &str,
+        resource: &str,
+        incomplete: bool,
+    ) -> Vec<ObjectKey> {
+        let start = ObjectKey::new(namespace, "");
+        lock(&self.tracked)
+            .range(start..)
+            .take_while(|(k, _)| k.namespace == namespace)
+            .filter(|(_, t)| !(incomplete && t.complete))
+            .filter(|(_, t)| {
+                t.affected
+                    .iter()
+                    .any(|gr| gr.group == group && gr.resource == resource)
+            })
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Queues the namespace's quotas that can be charged for (group, resource).
+    fn replenish(&self, namespace: &str, group: &str, resource: &str, after: Option<Duration>) {
+        let Some(queue) = self.queue() else { return };
+        let keys = self.quotas_for(namespace, group, resource, false);
+        for key in keys {
+            match after {
+                Some(delay) => queue.add_after(key, delay),
+                None => queue.add(key),
+            }
+        }
+    }
+
+    /// The objects of (group, resource) in `namespace`, as JSON for the evaluators.
+    pub async fn objects(
+        self: &Arc<Self>,
+        namespace: &str,
+        gr: &GroupResource,
+    ) -> anyhow::Result<Vec<Value>> {
+        if gr.group.is_empty()
+            && let Some(kind) = INFORMED.iter().find(|k| **k == gr.resource)
+        {
+            self.watch(kind);
+            return Ok(match *kind {
+                "pods" => from_informer(&self.pods, namespace).await,
+                "services" => from_informer(&self.informers.get::<Service>(), namespace).await,
+                "persistentvolumeclaims" => {
+                    from_informer(&self.informers.get::<PersistentVolumeClaim>(), namespace).await
+                }
+                "configmaps" => from_informer(&self.informers.get::<ConfigMap>(), namespace).await,
+                "secrets" => from_informer(&self.informers.get::<Secret>(), namespace).await,
+                "replicationcontrollers" => {
+                    from_informer(&self.informers.get::<ReplicationController>(), namespace).await
+                }
+                _ => from_informer(&self.quotas, namespace).await,
+            });
+        }
+        self.listed(namespace, gr).await
+    }
+
+    /// Counts any other resource by a metadata-only list (only names are kept: the
+    /// evaluator counts objects).
+    async fn listed(&self, namespace: &str, gr: &GroupResource) -> anyhow::Result<Vec<Value>> {
+        let Some(resource) = self.discover(gr).await? else {
+            return Ok(Vec::new());
+        };
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &resource);
+        let list = match api.list_metadata(&ListParams::default()).await {
+            Ok(list) => list,
+            Err(kube::Error::Api(s)) if s.code == 404 => {
+                // The resource went away: look it up again next time.
+                lock(&self.discovered).remove(gr);
+                return Ok(Vec::new());
+            }
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!("listing {}.{} in {namespace}", gr.resource, gr.group)
+                });
+            }
+        };
+        Ok(list
+            .items
+            .into_iter()
+            .map(|o| serde_json::json!({"metadata": {"name": o.metadata.name}}))
+            .collect())
+    }
+
+    /// The API resource of (group, resource), if the server serves it namespaced.
+    async fn discover(&self, gr: &GroupResource) -> anyhow::Result<Option<ApiResource>> {
+        if let Some(found) = lock(&self.discovered).get(gr) {
+            return Ok(Some(found.clone()));
+        }
+        let group = match kube::discovery::oneshot::group(&self.client, &gr.group).await {
+            Ok(group) => group,
+            Err(kube::Error::Discovery(_)) => return Ok(None),
+            Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("discovering group {:?}", gr.group)),
+        };
+        let found = group
+            .recommended_resources()
+            .into_iter()
+            .find(|(r, caps)| r.plural == gr.resource && caps.scope == Scope::Namespaced)
+            .map(|(r, _)| r);
+        if let Some(found) = &found {
+            lock(&self.discovered).insert(gr.clone(), found.clone());
+        }
+        Ok(found)
+    }
+}
+
+/// An informer's objects of one namespace as JSON, once it has its first list.
+async fn from_informer<K: Informable + serde::Serialize>(
+    informer: &Informer<K>,
+    namespace: &str,
+) -> Vec<Value> {
+    informer.wait_synced().await;
+    informer
+        .list_namespace(namespace)
+        .iter()
+        .filter_map(|o| serde_json::to_value(o.as_ref()).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_status_is_complete_with_every_hard_name_used() {
+        let quota = |status: Value| -> ResourceQuota {
+            serde_json::from_value(json!({
+                "metadata": {"name": "q", "namespace": "n"},
+                "spec": {"hard": {"pods": "2", "configmaps": "3"}},
+                "status": status,
+            }))
+            .unwrap()
+        };
+        assert!(!complete(&quota(json!({}))));
+        assert!(!complete(&quota(
+            json!({"hard": {"pods": "2", "configmaps": "3"}, "used": {"pods": "1"}})
+        )));
+        assert!(!complete(&quota(
+            json!({"hard": {"pods": "1", "configmaps": "3"}, "used": {"pods": "1", "configmaps": "0"}})
+        )));
+        assert!(complete(&quota(
+            json!({"hard": {"pods": "2", "configmaps": "3"}, "used": {"pods": "1", "configmaps": "0"}})
+        )));
+    }
+}
