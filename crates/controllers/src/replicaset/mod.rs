@@ -229,8 +229,7 @@ impl<K: ReplicaOwner> Reconciler for Replicas<K> {
         };
         let now = self.ctx.now();
         let satisfied = self.expectations.satisfied(key, now);
-        let pods = self.claim(&owner).await?;
-        let active: Vec<Arc<Pod>> = pods.into_iter().filter(|p| pods::is_active(p)).collect();
+        let active = self.claim(&owner).await?;
         let mut manage_error = None;
         if satisfied && owner.meta().deletion_timestamp.is_none() {
             manage_error = self.manage(&owner, key, &active).await.err();
@@ -268,14 +267,9 @@ impl<K: ReplicaOwner> Reconciler for Replicas<K> {
 /// available (if one is waiting on `minReadySeconds`).
 fn calculate_status<K: ReplicaOwner>(
     owner: &K,
-    active: &[Arc<Pod>],
+    active: &[pods::Member],
     now: jiff::Timestamp,
 ) -> (ReplicaStatus, Option<std::time::Duration>) {
-    let template_labels = owner
-        .template()
-        .and_then(|t| t.metadata.as_ref())
-        .and_then(|m| m.labels.clone())
-        .unwrap_or_default();
     let min_ready = owner.min_ready_seconds();
     let mut status = ReplicaStatus {
         replicas: active.len() as i32,
@@ -283,18 +277,14 @@ fn calculate_status<K: ReplicaOwner>(
         ..ReplicaStatus::default()
     };
     let mut wait: Option<std::time::Duration> = None;
-    for pod in active {
-        let labels = pod.metadata.labels.as_ref();
-        if template_labels
-            .iter()
-            .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v))
-        {
+    for member in active {
+        if member.fully_labeled {
             status.fully_labeled_replicas += 1;
         }
-        if pods::is_ready(pod) {
+        if member.is_ready() {
             status.ready_replicas += 1;
         }
-        let (available, until) = pods::availability(pod, min_ready, now);
+        let (available, until) = member.availability(min_ready, now);
         if available {
             status.available_replicas += 1;
         }
@@ -306,51 +296,64 @@ fn calculate_status<K: ReplicaOwner>(
 }
 
 impl<K: ReplicaOwner> Replicas<K> {
-    /// The owner's pods after adopting matching orphans and releasing what no longer
-    /// matches.
-    async fn claim(&self, owner: &Arc<K>) -> anyhow::Result<Vec<Arc<Pod>>> {
+    /// The owner's active pods (as [`pods::Member`]s) after adopting matching orphans
+    /// and releasing what no longer matches. Pods are read one at a time and reduced at
+    /// once, so a sync of thousands of replicas never holds thousands of whole pods.
+    async fn claim(&self, owner: &Arc<K>) -> anyhow::Result<Vec<pods::Member>> {
         let meta = owner.meta();
         let uid = meta.uid.clone().unwrap_or_default();
         let namespace = meta.namespace.clone().unwrap_or_default();
-        let mut candidates = self.pods.by_index(CONTROLLER_UID, &uid);
-        candidates.extend(self.pods.by_index(ORPHANS, &namespace));
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
-        let reference = ownership::controller_reference(owner.as_ref());
-        let mut claimed = Vec::with_capacity(candidates.len());
-        for pod in candidates {
+        let template_labels = owner
+            .template()
+            .and_then(|t| t.metadata.as_ref())
+            .and_then(|m| m.labels.clone())
+            .unwrap_or_default();
+        let mut active = vec![];
+        // Pods to adopt or release: orphans and pods that stopped matching (few).
+        let mut to_change: Vec<(Arc<Pod>, Claim)> = vec![];
+        let mut sort = |pod: Arc<Pod>| {
             let selected = owner.selects(pod.metadata.labels.as_ref());
             match ownership::claim(&uid, &pod.metadata, selected) {
-                Claim::Owned => claimed.push(pod),
-                Claim::Adopt if meta.deletion_timestamp.is_none() => {
-                    match ownership::adopt(&api, &pod.metadata, &reference).await {
-                        Ok(adopted) => claimed.push(Arc::new(adopted)),
-                        Err(e) if is_not_found(&e) => {}
-                        Err(e) => {
-                            return Err(e).with_context(|| {
-                                format!(
-                                    "adopting pod {}",
-                                    pod.metadata.name.as_deref().unwrap_or_default()
-                                )
-                            });
-                        }
+                Claim::Owned => {
+                    if pods::is_active(&pod) {
+                        active.push(pods::Member::of(&pod, &template_labels));
                     }
                 }
-                Claim::Release => match ownership::release(&api, &pod.metadata, &uid).await {
-                    Ok(_) => {}
-                    Err(e) if is_not_found(&e) => {}
-                    Err(e) => {
-                        return Err(e).with_context(|| {
-                            format!(
-                                "releasing pod {}",
-                                pod.metadata.name.as_deref().unwrap_or_default()
-                            )
-                        });
-                    }
-                },
+                Claim::Adopt if meta.deletion_timestamp.is_none() => {
+                    to_change.push((pod, Claim::Adopt));
+                }
+                Claim::Release => to_change.push((pod, Claim::Release)),
                 Claim::Adopt | Claim::Ignore => {}
             }
+        };
+        self.pods.visit_index(CONTROLLER_UID, &uid, &mut sort);
+        self.pods.visit_index(ORPHANS, &namespace, &mut sort);
+        if to_change.is_empty() {
+            return Ok(active);
         }
-        Ok(claimed)
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
+        let reference = ownership::controller_reference(owner.as_ref());
+        for (pod, claim) in to_change {
+            let name = pod.metadata.name.as_deref().unwrap_or_default();
+            if matches!(claim, Claim::Adopt) {
+                match ownership::adopt(&api, &pod.metadata, &reference).await {
+                    Ok(adopted) => {
+                        if pods::is_active(&adopted) {
+                            active.push(pods::Member::of(&adopted, &template_labels));
+                        }
+                    }
+                    Err(e) if is_not_found(&e) => {}
+                    Err(e) => return Err(e).with_context(|| format!("adopting pod {name}")),
+                }
+            } else {
+                match ownership::release(&api, &pod.metadata, &uid).await {
+                    Ok(_) => {}
+                    Err(e) if is_not_found(&e) => {}
+                    Err(e) => return Err(e).with_context(|| format!("releasing pod {name}")),
+                }
+            }
+        }
+        Ok(active)
     }
 
     /// Creates or deletes pods so `active` reaches `spec.replicas`.
@@ -358,7 +361,7 @@ impl<K: ReplicaOwner> Replicas<K> {
         &self,
         owner: &Arc<K>,
         key: &ObjectKey,
-        active: &[Arc<Pod>],
+        active: &[pods::Member],
     ) -> Result<(), ManageError> {
         let wanted = owner.replicas().max(0) as usize;
         if active.len() < wanted {
@@ -443,16 +446,13 @@ impl<K: ReplicaOwner> Replicas<K> {
         &self,
         owner: &Arc<K>,
         key: &ObjectKey,
-        active: &[Arc<Pod>],
+        active: &[pods::Member],
         count: usize,
     ) -> anyhow::Result<()> {
-        let doomed: Vec<Arc<Pod>> = pods::deletion_order(active)
+        let names: Vec<String> = pods::deletion_order(active)
             .into_iter()
             .take(count)
-            .collect();
-        let names: Vec<String> = doomed
-            .iter()
-            .map(|p| p.metadata.name.clone().unwrap_or_default())
+            .map(|m| m.name.clone())
             .collect();
         self.expectations
             .expect_deletions(key, &names, self.ctx.now());

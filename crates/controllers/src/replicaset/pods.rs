@@ -8,8 +8,7 @@
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use std::cmp::Ordering;
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
 
 pub const DELETION_COST: &str = "controller.kubernetes.io/pod-deletion-cost";
 
@@ -34,28 +33,66 @@ pub fn is_ready(pod: &Pod) -> bool {
     ready_since(pod).is_some()
 }
 
-/// Whether the pod has been ready for `min_ready_seconds` at `now`; if it is ready but
-/// not yet available, how long until it is.
-pub fn availability(
-    pod: &Pod,
-    min_ready_seconds: i32,
-    now: jiff::Timestamp,
-) -> (bool, Option<std::time::Duration>) {
-    let Some(since) = ready_since(pod) else {
-        return (false, None);
-    };
-    if min_ready_seconds <= 0 {
-        return (true, None);
+/// What a replica controller keeps of an owned, active pod while it reconciles: the facts
+/// its status and deletion order need, a few hundred bytes where the whole pod is several
+/// kilobytes (pods are read one at a time from the informer and reduced to this).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Member {
+    pub name: String,
+    node: Option<String>,
+    phase: u8,
+    ready_since: Option<Option<jiff::Timestamp>>,
+    deletion_cost: i64,
+    restarts: i32,
+    created: Option<jiff::Timestamp>,
+    /// Carries every label of the owner's template.
+    pub fully_labeled: bool,
+}
+
+impl Member {
+    pub fn of(pod: &Pod, template_labels: &BTreeMap<String, String>) -> Member {
+        let labels = pod.metadata.labels.as_ref();
+        Member {
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            node: node(pod).map(str::to_string),
+            phase: phase_ordinal(pod),
+            ready_since: ready_since(pod),
+            deletion_cost: deletion_cost(pod),
+            restarts: restarts(pod),
+            created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            fully_labeled: template_labels
+                .iter()
+                .all(|(k, v)| labels.and_then(|l| l.get(k)) == Some(v)),
+        }
     }
-    let Some(since) = since else {
-        return (false, None);
-    };
-    let at = since + jiff::SignedDuration::from_secs(i64::from(min_ready_seconds));
-    if at <= now {
-        (true, None)
-    } else {
-        let wait = now.duration_until(at).unsigned_abs();
-        (false, Some(wait))
+
+    pub fn is_ready(&self) -> bool {
+        self.ready_since.is_some()
+    }
+
+    /// Whether the pod has been ready for `min_ready_seconds` at `now`; if it is ready but
+    /// not yet available, how long until it is.
+    pub fn availability(
+        &self,
+        min_ready_seconds: i32,
+        now: jiff::Timestamp,
+    ) -> (bool, Option<std::time::Duration>) {
+        let Some(since) = self.ready_since else {
+            return (false, None);
+        };
+        if min_ready_seconds <= 0 {
+            return (true, None);
+        }
+        let Some(since) = since else {
+            return (false, None);
+        };
+        let at = since + jiff::SignedDuration::from_secs(i64::from(min_ready_seconds));
+        if at <= now {
+            (true, None)
+        } else {
+            let wait = now.duration_until(at).unsigned_abs();
+            (false, Some(wait))
+        }
     }
 }
 
@@ -129,53 +166,49 @@ fn node(pod: &Pod) -> Option<&str> {
         .filter(|n| !n.is_empty())
 }
 
-/// `pods` in the order they should be deleted (first = first to go).
-pub fn deletion_order(pods: &[Arc<Pod>]) -> Vec<Arc<Pod>> {
+/// `members` in the order they should be deleted (first = first to go).
+pub fn deletion_order(members: &[Member]) -> Vec<&Member> {
     let mut per_node: HashMap<&str, usize> = HashMap::new();
-    for pod in pods {
-        if let Some(n) = node(pod) {
+    for member in members {
+        if let Some(n) = member.node.as_deref() {
             *per_node.entry(n).or_default() += 1;
         }
     }
-    let rank = |p: &Pod| {
-        node(p)
+    let rank = |m: &Member| {
+        m.node
+            .as_deref()
             .map(|n| per_node.get(n).copied().unwrap_or(0))
             .unwrap_or(0)
     };
-    let mut ranked: Vec<(usize, Arc<Pod>)> = pods.iter().map(|p| (rank(p), p.clone())).collect();
+    let mut ranked: Vec<(usize, &Member)> = members.iter().map(|m| (rank(m), m)).collect();
     ranked.sort_by(|(ra, a), (rb, b)| compare(a, *ra, b, *rb));
-    ranked.into_iter().map(|(_, p)| p).collect()
+    ranked.into_iter().map(|(_, m)| m).collect()
 }
 
-fn compare(a: &Pod, rank_a: usize, b: &Pod, rank_b: usize) -> Ordering {
+fn compare(a: &Member, rank_a: usize, b: &Member, rank_b: usize) -> Ordering {
     // Unscheduled first.
-    node(a)
+    a.node
         .is_some()
-        .cmp(&node(b).is_some())
-        .then_with(|| phase_ordinal(a).cmp(&phase_ordinal(b)))
-        .then_with(|| is_ready(a).cmp(&is_ready(b)))
-        .then_with(|| deletion_cost(a).cmp(&deletion_cost(b)))
+        .cmp(&b.node.is_some())
+        .then_with(|| a.phase.cmp(&b.phase))
+        .then_with(|| a.is_ready().cmp(&b.is_ready()))
+        .then_with(|| a.deletion_cost.cmp(&b.deletion_cost))
         // More pods on the same node first.
         .then_with(|| rank_b.cmp(&rank_a))
         // Both ready: the more recently ready first.
         .then_with(
-            || match (ready_since(a).flatten(), ready_since(b).flatten()) {
+            || match (a.ready_since.flatten(), b.ready_since.flatten()) {
                 (Some(ta), Some(tb)) => tb.cmp(&ta),
                 _ => Ordering::Equal,
             },
         )
-        .then_with(|| restarts(b).cmp(&restarts(a)))
+        .then_with(|| b.restarts.cmp(&a.restarts))
         // Newer first (no creation time counts as newest).
-        .then_with(|| {
-            match (
-                &a.metadata.creation_timestamp,
-                &b.metadata.creation_timestamp,
-            ) {
-                (None, None) => Ordering::Equal,
-                (None, Some(_)) => Ordering::Less,
-                (Some(_), None) => Ordering::Greater,
-                (Some(ta), Some(tb)) => tb.0.cmp(&ta.0),
-            }
+        .then_with(|| match (&a.created, &b.created) {
+            (None, None) => Ordering::Equal,
+            (None, Some(_)) => Ordering::Less,
+            (Some(_), None) => Ordering::Greater,
+            (Some(ta), Some(tb)) => tb.cmp(ta),
         })
 }
 
@@ -184,6 +217,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use serde_json::json;
+    use std::sync::Arc;
 
     fn pod(
         name: &str,
@@ -214,8 +248,13 @@ mod tests {
     }
 
     fn names(pods: Vec<Arc<Pod>>) -> Vec<String> {
-        pods.into_iter()
-            .map(|p| p.metadata.name.clone().unwrap())
+        let members: Vec<Member> = pods
+            .iter()
+            .map(|p| Member::of(p, &BTreeMap::new()))
+            .collect();
+        deletion_order(&members)
+            .into_iter()
+            .map(|m| m.name.clone())
             .collect()
     }
 
@@ -243,7 +282,7 @@ mod tests {
             ),
         ];
         assert_eq!(
-            names(deletion_order(&pods)),
+            names(pods),
             [
                 "unscheduled",
                 "pending",
@@ -277,14 +316,12 @@ mod tests {
                     "ready": true, "restartCount": 4}]}}),
             ),
         ];
-        assert_eq!(
-            names(deletion_order(&pods)),
-            ["shared2", "shared1", "crashy", "alone"]
-        );
+        assert_eq!(names(pods), ["shared2", "shared1", "crashy", "alone"]);
     }
 
     #[test]
     fn availability_waits_for_min_ready_seconds() {
+        let member = |p: &Arc<Pod>| Member::of(p, &BTreeMap::new());
         let p = pod(
             "p",
             Some("n"),
@@ -294,21 +331,22 @@ mod tests {
         );
         let at = |s: &str| s.parse::<jiff::Timestamp>().unwrap();
         assert_eq!(
-            availability(&p, 0, at("2026-01-01T00:00:10Z")),
+            member(&p).availability(0, at("2026-01-01T00:00:10Z")),
             (true, None)
         );
         assert_eq!(
-            availability(&p, 5, at("2026-01-01T00:00:12Z")),
+            member(&p).availability(5, at("2026-01-01T00:00:12Z")),
             (false, Some(std::time::Duration::from_secs(3)))
         );
         assert_eq!(
-            availability(&p, 5, at("2026-01-01T00:00:15Z")),
+            member(&p).availability(5, at("2026-01-01T00:00:15Z")),
             (true, None)
         );
         let not_ready = pod("q", Some("n"), "Running", None, json!({}));
         assert!(!is_ready(&not_ready));
+        assert!(!member(&not_ready).is_ready());
         assert_eq!(
-            availability(&not_ready, 0, at("2026-01-01T00:00:15Z")),
+            member(&not_ready).availability(0, at("2026-01-01T00:00:15Z")),
             (false, None)
         );
     }
