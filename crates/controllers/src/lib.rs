@@ -33,6 +33,7 @@ pub mod options;
 pub mod ownership;
 pub mod pod_readiness;
 pub mod podautoscaler;
+pub mod quantity;
 pub mod replicaset;
 pub mod resourcequota;
 pub mod rootcacertpublisher;

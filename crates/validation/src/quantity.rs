@@ -399,8 +399,14 @@ impl Quantity {
 
     /// The value × 1000 rounded up, saturating.
     pub fn milli_value(&self) -> i128 {
+        self.scaled_value(3)
+    }
+
+    /// The value × 10^`scale` rounded up (away from zero), saturating: `scaled_value(9)` is
+    /// the value in nano-units.
+    pub fn scaled_value(&self, scale: i32) -> i128 {
         let mut q = self.clone();
-        q.exponent = q.exponent.saturating_add(3);
+        q.exponent = q.exponent.saturating_add(scale);
         q.ceil_value()
     }
 

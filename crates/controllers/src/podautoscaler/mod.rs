@@ -22,7 +22,6 @@
 //! - Status (currentReplicas, desiredReplicas, lastScaleTime, currentMetrics,
 //!   observedGeneration, conditions) is written only when it changed.
 
-pub mod labels;
 pub mod metrics;
 pub mod normalize;
 pub mod proposals;
@@ -481,7 +480,7 @@ impl HpaReconciler {
                 Some("selector is required".to_string()),
             );
         }
-        let selector = match labels::Selector::parse(&selector_text) {
+        let selector = match kyb_api::labels::Selector::parse(&selector_text) {
             Ok(selector) => selector,
             Err(error) => {
                 let message = format!(
@@ -505,7 +504,10 @@ impl HpaReconciler {
             .pods
             .list_namespace(&key.namespace)
             .into_iter()
-            .filter(|p| selector.matches(p.metadata.labels.as_ref()))
+            .filter(|p| {
+                let labels = p.metadata.labels.as_ref();
+                selector.matches_pairs(|k| labels.and_then(|l| l.get(k)).map(String::as_str))
+            })
             .collect();
 
         let mut results = Vec::with_capacity(specs.len());

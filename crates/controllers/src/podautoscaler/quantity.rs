@@ -5,63 +5,9 @@
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 /// A quantity in thousandths of its unit (`"250m"` → 250, `"1Ki"` → 1_024_000), rounded
-/// up; `None` when it does not parse.
+/// up; `None` when it does not parse or does not fit.
 pub fn parse_milli(text: &str) -> Option<i64> {
-    let text = text.trim();
-    let (sign, text) = match text.strip_prefix('-') {
-        Some(rest) => (-1i128, rest),
-        None => (1i128, text.strip_prefix('+').unwrap_or(text)),
-    };
-    let number_end = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, suffix) = text.split_at(number_end);
-    if number.is_empty() || number == "." {
-        return None;
-    }
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    if fraction.contains('.') || fraction.len() > 18 || whole.len() > 20 {
-        return None;
-    }
-    let digits: i128 = format!("{whole}{fraction}").parse().ok()?;
-    // value = digits / 10^fraction_len × 10^decimal_exponent × 2^binary_exponent
-    let (decimal_exponent, binary_exponent): (i32, u32) = match suffix {
-        "" => (0, 0),
-        "n" => (-9, 0),
-        "u" => (-6, 0),
-        "m" => (-3, 0),
-        "k" => (3, 0),
-        "M" => (6, 0),
-        "G" => (9, 0),
-        "T" => (12, 0),
-        "P" => (15, 0),
-        "E" => (18, 0),
-        "Ki" => (0, 10),
-        "Mi" => (0, 20),
-        "Gi" => (0, 30),
-        "Ti" => (0, 40),
-        "Pi" => (0, 50),
-        "Ei" => (0, 60),
-        other => {
-            let exponent = other.strip_prefix(['e', 'E'])?;
-            (exponent.parse().ok()?, 0)
-        }
-    };
-    // Thousandths: one more factor of 10^3.
-    let exponent = decimal_exponent + 3 - i32::try_from(fraction.len()).ok()?;
-    let mut numerator = digits.checked_mul(1i128.checked_shl(binary_exponent)?)?;
-    let mut denominator = 1i128;
-    if exponent >= 0 {
-        numerator = numerator.checked_mul(10i128.checked_pow(exponent.unsigned_abs())?)?;
-    } else {
-        denominator = 10i128.checked_pow(exponent.unsigned_abs())?;
-    }
-    let milli = if sign > 0 {
-        (numerator + denominator - 1) / denominator
-    } else {
-        -(numerator / denominator)
-    };
-    i64::try_from(milli).ok()
+    i64::try_from(crate::quantity::parse_scaled(text, 3)?).ok()
 }
 
 /// The thousandths in a quantity (0 when it does not parse).

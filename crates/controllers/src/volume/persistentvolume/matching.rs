@@ -75,60 +75,7 @@ pub fn volume_capacity(volume: &PersistentVolume) -> i128 {
 /// A resource quantity (`5Gi`, `500M`, `1.5G`, `1e9`, `100m`) in nano-units, exactly;
 /// `None` if malformed. Values too large for `i128` saturate.
 pub fn parse_quantity(text: &str) -> Option<i128> {
-    let text = text.trim();
-    let (negative, text) = match text.strip_prefix('-') {
-        Some(rest) => (true, rest),
-        None => (false, text.strip_prefix('+').unwrap_or(text)),
-    };
-    let number_len = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, suffix) = text.split_at(number_len);
-    if number.is_empty() || number == "." {
-        return None;
-    }
-    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-    if fraction.contains('.') {
-        return None;
-    }
-    let (mut exp10, exp2): (i32, u32) = match suffix {
-        "" => (0, 0),
-        "n" => (-9, 0),
-        "u" => (-6, 0),
-        "m" => (-3, 0),
-        "k" => (3, 0),
-        "M" => (6, 0),
-        "G" => (9, 0),
-        "T" => (12, 0),
-        "P" => (15, 0),
-        "E" => (18, 0),
-        "Ki" => (0, 10),
-        "Mi" => (0, 20),
-        "Gi" => (0, 30),
-        "Ti" => (0, 40),
-        "Pi" => (0, 50),
-        "Ei" => (0, 60),
-        s if s.starts_with(['e', 'E']) => (s[1..].parse::<i32>().ok()?, 0),
-        _ => return None,
-    };
-    let mut mantissa: i128 = 0;
-    for digit in whole.bytes().chain(fraction.bytes()) {
-        mantissa = mantissa
-            .saturating_mul(10)
-            .saturating_add(i128::from(digit - b'0'));
-    }
-    exp10 += 9 - i32::try_from(fraction.len()).ok()?;
-    let mut value = mantissa.saturating_mul(1i128 << exp2);
-    if exp10 >= 0 {
-        for _ in 0..exp10 {
-            value = value.saturating_mul(10);
-        }
-    } else {
-        for _ in 0..(-exp10) {
-            value /= 10;
-        }
-    }
-    Some(if negative { -value } else { value })
+    crate::quantity::parse_scaled(text, 9)
 }
 
 /// Whether the claim and the volume disagree on `Filesystem` vs `Block`.
