@@ -54,20 +54,86 @@ pub trait ReplicaOwner:
 
 const FAILURE: &str = "ReplicaFailure";
 
+/// The parts of [`ReplicaOwner`] ReplicaSets and ReplicationControllers share: their spec
+/// and status differ only in type names (and ReplicaSets' `terminatingReplicas`).
+macro_rules! replica_owner_common {
+    ($status:ident, $condition:ident { $($extra:ident),* }) => {
+        fn replicas(&self) -> i32 {
+            self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
+        }
+
+        fn min_ready_seconds(&self) -> i32 {
+            self.spec
+                .as_ref()
+                .and_then(|s| s.min_ready_seconds)
+                .unwrap_or(0)
+        }
+
+        fn template(&self) -> Option<&PodTemplateSpec> {
+            self.spec.as_ref().and_then(|s| s.template.as_ref())
+        }
+
+        fn replica_status(&self) -> ReplicaStatus {
+            let s = self.status.clone().unwrap_or_default();
+            ReplicaStatus {
+                replicas: s.replicas,
+                fully_labeled_replicas: s.fully_labeled_replicas.unwrap_or(0),
+                ready_replicas: s.ready_replicas.unwrap_or(0),
+                available_replicas: s.available_replicas.unwrap_or(0),
+                observed_generation: s.observed_generation,
+                failure: s
+                    .conditions
+                    .iter()
+                    .flatten()
+                    .find(|c| c.type_ == FAILURE && c.status == "True")
+                    .map(|c| Failure {
+                        reason: c.reason.clone().unwrap_or_default(),
+                        message: c.message.clone().unwrap_or_default(),
+                        last_transition_time: c.last_transition_time.clone(),
+                    }),
+            }
+        }
+
+        fn set_replica_status(&mut self, status: &ReplicaStatus) {
+            let old = self.status.take().unwrap_or_default();
+            let mut conditions: Vec<$condition> = old
+                .conditions
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|c| c.type_ != FAILURE)
+                .collect();
+            if let Some(f) = &status.failure {
+                conditions.push($condition {
+                    type_: FAILURE.to_string(),
+                    status: "True".to_string(),
+                    reason: Some(f.reason.clone()),
+                    message: Some(f.message.clone()),
+                    last_transition_time: f.last_transition_time.clone(),
+                });
+            }
+            self.status = Some($status {
+                replicas: status.replicas,
+                fully_labeled_replicas: Some(status.fully_labeled_replicas),
+                ready_replicas: Some(status.ready_replicas),
+                available_replicas: Some(status.available_replicas),
+                observed_generation: status.observed_generation,
+                conditions: (!conditions.is_empty()).then_some(conditions),
+                $($extra: old.$extra,)*
+            });
+        }
+    };
+}
+
 impl ReplicaOwner for ReplicaSet {
     const CONTROLLER: &'static str = "replicaset-controller";
     const SERVICE_ACCOUNT: &'static str = "replicaset-controller";
 
-    fn replicas(&self) -> i32 {
-        self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
-    }
-
-    fn min_ready_seconds(&self) -> i32 {
-        self.spec
-            .as_ref()
-            .and_then(|s| s.min_ready_seconds)
-            .unwrap_or(0)
-    }
+    replica_owner_common!(
+        ReplicaSetStatus,
+        ReplicaSetCondition {
+            terminating_replicas
+        }
+    );
 
     fn selects(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
         // A ReplicaSet's empty selector selects nothing (validation forbids it anyway).
@@ -75,132 +141,21 @@ impl ReplicaOwner for ReplicaSet {
             !crate::selector::is_empty(&s.selector) && crate::selector::matches(&s.selector, labels)
         })
     }
-
-    fn template(&self) -> Option<&PodTemplateSpec> {
-        self.spec.as_ref().and_then(|s| s.template.as_ref())
-    }
-
-    fn replica_status(&self) -> ReplicaStatus {
-        let s = self.status.clone().unwrap_or_default();
-        ReplicaStatus {
-            replicas: s.replicas,
-            fully_labeled_replicas: s.fully_labeled_replicas.unwrap_or(0),
-            ready_replicas: s.ready_replicas.unwrap_or(0),
-            available_replicas: s.available_replicas.unwrap_or(0),
-            observed_generation: s.observed_generation,
-            failure: s
-                .conditions
-                .iter()
-                .flatten()
-                .find(|c| c.type_ == FAILURE && c.status == "True")
-                .map(|c| Failure {
-                    reason: c.reason.clone().unwrap_or_default(),
-                    message: c.message.clone().unwrap_or_default(),
-                    last_transition_time: c.last_transition_time.clone(),
-                }),
-        }
-    }
-
-    fn set_replica_status(&mut self, status: &ReplicaStatus) {
-        let old = self.status.take().unwrap_or_default();
-        let mut conditions: Vec<ReplicaSetCondition> = old
-            .conditions
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|c| c.type_ != FAILURE)
-            .collect();
-        if let Some(f) = &status.failure {
-            conditions.push(ReplicaSetCondition {
-                type_: FAILURE.to_string(),
-                status: "True".to_string(),
-                reason: Some(f.reason.clone()),
-                message: Some(f.message.clone()),
-                last_transition_time: f.last_transition_time.clone(),
-            });
-        }
-        self.status = Some(ReplicaSetStatus {
-            replicas: status.replicas,
-            fully_labeled_replicas: Some(status.fully_labeled_replicas),
-            ready_replicas: Some(status.ready_replicas),
-            available_replicas: Some(status.available_replicas),
-            observed_generation: status.observed_generation,
-            conditions: (!conditions.is_empty()).then_some(conditions),
-            terminating_replicas: old.terminating_replicas,
-        });
-    }
 }
 
 impl ReplicaOwner for ReplicationController {
     const CONTROLLER: &'static str = "replicationcontroller-controller";
     const SERVICE_ACCOUNT: &'static str = "replication-controller";
 
-    fn replicas(&self) -> i32 {
-        self.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1)
-    }
-
-    fn min_ready_seconds(&self) -> i32 {
-        self.spec
-            .as_ref()
-            .and_then(|s| s.min_ready_seconds)
-            .unwrap_or(0)
-    }
+    replica_owner_common!(
+        ReplicationControllerStatus,
+        ReplicationControllerCondition {}
+    );
 
     fn selects(&self, labels: Option<&BTreeMap<String, String>>) -> bool {
         self.spec
             .as_ref()
             .and_then(|s| s.selector.as_ref())
             .is_some_and(|s| crate::selector::map_matches(s, labels))
-    }
-
-    fn template(&self) -> Option<&PodTemplateSpec> {
-        self.spec.as_ref().and_then(|s| s.template.as_ref())
-    }
-
-    fn replica_status(&self) -> ReplicaStatus {
-        let s = self.status.clone().unwrap_or_default();
-        ReplicaStatus {
-            replicas: s.replicas,
-            fully_labeled_replicas: s.fully_labeled_replicas.unwrap_or(0),
-            ready_replicas: s.ready_replicas.unwrap_or(0),
-            available_replicas: s.available_replicas.unwrap_or(0),
-            observed_generation: s.observed_generation,
-            failure: s
-                .conditions
-                .iter()
-                .flatten()
-                .find(|c| c.type_ == FAILURE && c.status == "True")
-                .map(|c| Failure {
-                    reason: c.reason.clone().unwrap_or_default(),
-                    message: c.message.clone().unwrap_or_default(),
-                    last_transition_time: c.last_transition_time.clone(),
-                }),
-        }
-    }
-
-    fn set_replica_status(&mut self, status: &ReplicaStatus) {
-        let old = self.status.take().unwrap_or_default();
-        let mut conditions: Vec<ReplicationControllerCondition> = old
-            .conditions
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|c| c.type_ != FAILURE)
-            .collect();
-        if let Some(f) = &status.failure {
-            conditions.push(ReplicationControllerCondition {
-                type_: FAILURE.to_string(),
-                status: "True".to_string(),
-                reason: Some(f.reason.clone()),
-                message: Some(f.message.clone()),
-                last_transition_time: f.last_transition_time.clone(),
-            });
-        }
-        self.status = Some(ReplicationControllerStatus {
-            replicas: status.replicas,
-            fully_labeled_replicas: Some(status.fully_labeled_replicas),
-            ready_replicas: Some(status.ready_replicas),
-            available_replicas: Some(status.available_replicas),
-            observed_generation: status.observed_generation,
-            conditions: (!conditions.is_empty()).then_some(conditions),
-        });
     }
 }
