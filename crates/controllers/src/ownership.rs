@@ -113,6 +113,33 @@ where
     .await
 }
 
+/// The index of pods (and ReplicaSets) by their controller reference's UID, shared by
+/// every controller that finds the objects it controls.
+pub const CONTROLLER_UID: &str = "controller-uid";
+/// The index of pods without a controller, by namespace.
+pub const ORPHANS: &str = "orphans-by-namespace";
+
+/// Index values of `meta` for [`CONTROLLER_UID`].
+pub fn controller_uid(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Vec<String> {
+    controller_of(meta)
+        .map(|r| r.uid.clone())
+        .into_iter()
+        .collect()
+}
+
+/// Index values of `meta` for [`ORPHANS`].
+pub fn orphan_namespace(
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Vec<String> {
+    if controller_of(meta).is_none() {
+        vec![meta.namespace.clone().unwrap_or_default()]
+    } else {
+        vec![]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

@@ -48,7 +48,7 @@ use std::time::Duration;
 pub const NAME: &str = "daemonset-controller";
 /// The service account (and bootstrap role) the controller acts as.
 const SERVICE_ACCOUNT: &str = "daemon-set-controller";
-const CONTROLLER_UID_INDEX: &str = "controller-uid";
+use crate::ownership::CONTROLLER_UID as CONTROLLER_UID_INDEX;
 /// The label daemon pods carry with their set's generation.
 const TEMPLATE_GENERATION_LABEL: &str = "pod-template-generation";
 
@@ -68,10 +68,8 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let pods = ctx.informers.get::<Pod>();
     let nodes = ctx.informers.get::<Node>();
     let revisions = ctx.informers.get::<ControllerRevision>();
-    pods.add_index(CONTROLLER_UID_INDEX, |pod: &Pod| {
-        controller_of(&pod.metadata)
-            .map(|r| vec![r.uid.clone()])
-            .unwrap_or_default()
+    pods.add_index(CONTROLLER_UID_INDEX, |p: &Pod| {
+        crate::ownership::controller_uid(&p.metadata)
     });
     let expectations = Arc::new(Expectations::default());
     let reconciler = Arc::new(DaemonSetReconciler {

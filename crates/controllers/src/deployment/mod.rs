@@ -25,7 +25,7 @@ pub mod status;
 
 use crate::context::Context;
 use crate::ownership::{self, Claim};
-use crate::replicaset::{CONTROLLER_UID, ORPHANS, controller_uid, orphan_namespace};
+use crate::ownership::{CONTROLLER_UID, ORPHANS, controller_uid, orphan_namespace};
 use anyhow::Context as _;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, ReplicaSetSpec};
 use k8s_openapi::api::core::v1::Pod;

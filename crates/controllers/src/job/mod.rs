@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 pub const NAME: &str = "job-controller";
 
 /// The index of pods by their controller reference's UID (shared with other controllers).
-pub const CONTROLLER_UID_INDEX: &str = "controller-uid";
+pub use crate::ownership::CONTROLLER_UID as CONTROLLER_UID_INDEX;
 
 /// How long unfulfilled expectations hold a Job back (as Kubernetes' 5 minutes).
 const EXPECTATIONS_TIMEOUT: Duration = Duration::from_secs(300);
@@ -83,10 +83,7 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let jobs = ctx.informers.get::<Job>();
     let pods = ctx.informers.get::<Pod>();
     pods.add_index(CONTROLLER_UID_INDEX, |p: &Pod| {
-        crate::ownership::controller_of(&p.metadata)
-            .map(|r| r.uid.clone())
-            .into_iter()
-            .collect()
+        crate::ownership::controller_uid(&p.metadata)
     });
     let client = ctx.client_for(NAME).await?;
     let tracking: Arc<Mutex<Tracking>> = Default::default();

@@ -40,31 +40,7 @@ pub const RC_NAME: &str = "replicationcontroller-controller";
 /// Pods created or deleted at most per sync (Kubernetes' `burstReplicas`).
 pub const BURST_REPLICAS: usize = 500;
 
-/// The index of pods (and ReplicaSets) by their controller reference's UID.
-pub const CONTROLLER_UID: &str = "controller-uid";
-/// The index of pods without a controller, by namespace.
-pub const ORPHANS: &str = "orphans-by-namespace";
-
-/// Index values of `meta` for [`CONTROLLER_UID`].
-pub fn controller_uid(
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Vec<String> {
-    ownership::controller_of(meta)
-        .map(|r| r.uid.clone())
-        .into_iter()
-        .collect()
-}
-
-/// Index values of `meta` for [`ORPHANS`].
-pub fn orphan_namespace(
-    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Vec<String> {
-    if ownership::controller_of(meta).is_none() {
-        vec![meta.namespace.clone().unwrap_or_default()]
-    } else {
-        vec![]
-    }
-}
+pub use crate::ownership::{CONTROLLER_UID, ORPHANS, controller_uid, orphan_namespace};
 
 /// Runs the ReplicaSet controller.
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {

@@ -49,7 +49,7 @@ use std::time::Duration;
 
 pub const NAME: &str = "statefulset-controller";
 /// Pods by their controller reference's UID (shared with the other workload controllers).
-pub const CONTROLLER_UID_INDEX: &str = "controller-uid";
+pub use crate::ownership::CONTROLLER_UID as CONTROLLER_UID_INDEX;
 
 struct StatefulSetReconciler {
     ctx: Arc<Context>,
@@ -66,10 +66,8 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let pods = ctx.informers.get::<Pod>();
     let claims = ctx.informers.get::<PersistentVolumeClaim>();
     let revisions = ctx.informers.get::<ControllerRevision>();
-    pods.add_index(CONTROLLER_UID_INDEX, |pod: &Pod| {
-        controller_of(&pod.metadata)
-            .map(|r| vec![r.uid.clone()])
-            .unwrap_or_default()
+    pods.add_index(CONTROLLER_UID_INDEX, |p: &Pod| {
+        crate::ownership::controller_uid(&p.metadata)
     });
     let reconciler = Arc::new(StatefulSetReconciler {
         client: ctx.client_for(NAME).await?,
