@@ -10,11 +10,12 @@
 //!    time until its replacement is created is measured (200 times, one at a time); and the
 //!    manager's own reconcile-time histogram (`/metrics`) for the ReplicaSet controller.
 
-use crate::http::{Sender, connect, cpu_ms, kyb_binary, request, request_as, rss_mib};
+use crate::http::{
+    Sender, connect, cpu_ms, follow_watch, kyb_binary, request, request_as, rss_mib,
+};
 use crate::scheduler::{NAMESPACE, create_nodes, revision, setup_namespace};
 use crate::stats::{Latencies, ms};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use kyb_testkit::Process;
 use serde_json::{Value, json};
 use std::collections::{HashMap, HashSet};
@@ -44,52 +45,32 @@ fn watch_pods(
     to_write: tokio::sync::mpsc::UnboundedSender<(String, usize)>,
 ) -> tokio::task::JoinHandle<anyhow::Result<()>> {
     tokio::spawn(async move {
-        let mut sender: Sender = connect(port).await?;
-        sender.ready().await?;
         let path = format!(
             "/api/v1/namespaces/{NAMESPACE}/pods?watch=true&resourceVersion={from}&timeoutSeconds=3600"
         );
-        let request = hyper::Request::builder()
-            .uri(path)
-            .header("host", "127.0.0.1")
-            .body(Full::new(Bytes::new()))?;
-        let response = sender.send_request(request).await?;
-        let mut body = response.into_body();
-        let mut buffer: Vec<u8> = Vec::new();
         let mut count = 0usize;
-        while let Some(frame) = body.frame().await {
-            let frame = frame?;
-            let Some(data) = frame.data_ref() else {
-                continue;
+        follow_watch(port, path, |event| {
+            let object = &event["object"];
+            let Some(name) = object["metadata"]["name"].as_str() else {
+                return;
             };
-            buffer.extend_from_slice(data);
-            while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = buffer.drain(..=end).collect();
-                let Ok(event) = serde_json::from_slice::<Value>(&line) else {
-                    continue;
-                };
-                let object = &event["object"];
-                let Some(name) = object["metadata"]["name"].as_str() else {
-                    continue;
-                };
-                let now = Instant::now();
-                let Ok(mut seen) = seen.lock() else { continue };
-                if event["type"] == "DELETED" {
-                    seen.deleted.insert(name.to_string());
-                    continue;
-                }
-                seen.created.entry(name.to_string()).or_insert(now);
-                if object["spec"]["nodeName"].is_string() {
-                    let first = !seen.bound.contains_key(name);
-                    seen.bound.entry(name.to_string()).or_insert(now);
-                    if first && !object["status"]["podIP"].is_string() {
-                        count += 1;
-                        let _ = to_write.send((name.to_string(), count));
-                    }
+            let now = Instant::now();
+            let Ok(mut seen) = seen.lock() else { return };
+            if event["type"] == "DELETED" {
+                seen.deleted.insert(name.to_string());
+                return;
+            }
+            seen.created.entry(name.to_string()).or_insert(now);
+            if object["spec"]["nodeName"].is_string() {
+                let first = !seen.bound.contains_key(name);
+                seen.bound.entry(name.to_string()).or_insert(now);
+                if first && !object["status"]["podIP"].is_string() {
+                    count += 1;
+                    let _ = to_write.send((name.to_string(), count));
                 }
             }
-        }
-        anyhow::Ok(())
+        })
+        .await
     })
 }
 

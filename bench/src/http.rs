@@ -142,3 +142,35 @@ pub fn kyb_binary() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/kyb"))
 }
+
+/// Follows a watch (`path` with `watch=true`) until it ends, calling `on_event` with each
+/// event (`{"type": …, "object": …}`); lines that are not JSON are skipped.
+pub async fn follow_watch(
+    port: u16,
+    path: String,
+    mut on_event: impl FnMut(serde_json::Value),
+) -> anyhow::Result<()> {
+    let mut sender: Sender = connect(port).await?;
+    sender.ready().await?;
+    let request = hyper::Request::builder()
+        .uri(path)
+        .header("host", "127.0.0.1")
+        .body(Full::new(Bytes::new()))?;
+    let response = sender.send_request(request).await?;
+    let mut body = response.into_body();
+    let mut buffer: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame?;
+        let Some(data) = frame.data_ref() else {
+            continue;
+        };
+        buffer.extend_from_slice(data);
+        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buffer.drain(..=end).collect();
+            if let Ok(event) = serde_json::from_slice(&line) {
+                on_event(event);
+            }
+        }
+    }
+    Ok(())
+}

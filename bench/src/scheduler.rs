@@ -7,10 +7,9 @@
 //! and pods spread over zones (topology spread, DoNotSchedule); (c) preemption: nodes full
 //! of low-priority pods, then high-priority pods that must evict them.
 
-use crate::http::{Sender, admin_tls, connect, cpu_ms, kyb_binary, request, rss_mib};
+use crate::http::{Sender, admin_tls, connect, cpu_ms, follow_watch, kyb_binary, request, rss_mib};
 use crate::stats::{Latencies, ms};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use kyb_testkit::Process;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -217,39 +216,19 @@ fn watch_bindings(
     let bound = Arc::new(Mutex::new(HashMap::new()));
     let record = bound.clone();
     let task = tokio::spawn(async move {
-        let mut sender: Sender = connect(port).await?;
-        sender.ready().await?;
         let path = format!(
             "/api/v1/namespaces/{NAMESPACE}/pods?watch=true&resourceVersion={revision}&timeoutSeconds=3600"
         );
-        let request = hyper::Request::builder()
-            .uri(path)
-            .header("host", "127.0.0.1")
-            .body(Full::new(Bytes::new()))?;
-        let response = sender.send_request(request).await?;
-        let mut body = response.into_body();
-        let mut buffer: Vec<u8> = Vec::new();
-        while let Some(frame) = body.frame().await {
-            let frame = frame?;
-            let Some(data) = frame.data_ref() else {
-                continue;
-            };
-            buffer.extend_from_slice(data);
-            while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = buffer.drain(..=end).collect();
-                let Ok(event) = serde_json::from_slice::<Value>(&line) else {
-                    continue;
-                };
-                let object = &event["object"];
-                if object["spec"]["nodeName"].is_string()
-                    && let Some(name) = object["metadata"]["name"].as_str()
-                    && let Ok(mut bound) = record.lock()
-                {
-                    bound.entry(name.to_string()).or_insert_with(Instant::now);
-                }
+        follow_watch(port, path, |event| {
+            let object = &event["object"];
+            if object["spec"]["nodeName"].is_string()
+                && let Some(name) = object["metadata"]["name"].as_str()
+                && let Ok(mut bound) = record.lock()
+            {
+                bound.entry(name.to_string()).or_insert_with(Instant::now);
             }
-        }
-        anyhow::Ok(())
+        })
+        .await
     });
     (bound, task)
 }
