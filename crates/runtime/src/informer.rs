@@ -265,16 +265,17 @@ impl<K: Informable> Store<K> {
         }
     }
 
-    /// Stores `object`, returning what it replaced.
-    fn insert(&mut self, key: ObjectKey, object: Arc<K>) -> Option<Arc<K>> {
+    /// Stores `object` (`stowed` is its stowed form, made before taking the lock),
+    /// returning what it replaced.
+    fn insert(&mut self, key: ObjectKey, object: &Arc<K>, stowed: K::Stowed) -> Option<Arc<K>> {
         let old = self
             .objects
-            .insert(key.clone(), K::Stowed::stow(&object))
+            .insert(key.clone(), stowed)
             .and_then(|old| old.unstow());
         if let Some(old) = &old {
             self.index(&key, old, false);
         }
-        self.index(&key, &object, true);
+        self.index(&key, object, true);
         old
     }
 
@@ -445,7 +446,8 @@ impl<K: Informable> Informer<K> {
     pub fn apply(&self, object: K) {
         let key = ObjectKey::of(&object);
         let object = Arc::new(object);
-        let old = self.write().insert(key, object.clone());
+        let stowed = K::Stowed::stow(&object);
+        let old = self.write().insert(key, &object, stowed);
         match &old {
             Some(old) => self.dispatch(&Change::Updated { old, new: &object }),
             None => self.dispatch(&Change::Added(&object)),
@@ -466,14 +468,23 @@ impl<K: Informable> Informer<K> {
         // (before, after) per object.
         type Pair<K> = (Option<Arc<K>>, Option<Arc<K>>);
         let mut changes: Vec<Pair<K>> = vec![];
+        let listed: Vec<(ObjectKey, Arc<K>, K::Stowed)> = listed
+            .into_iter()
+            .map(|object| {
+                let object = Arc::new(object);
+                (
+                    ObjectKey::of(object.as_ref()),
+                    object.clone(),
+                    K::Stowed::stow(&object),
+                )
+            })
+            .collect();
         {
             let mut store = self.write();
             let mut seen = BTreeSet::new();
-            for object in listed {
-                let key = ObjectKey::of(&object);
-                let object = Arc::new(object);
+            for (key, object, stowed) in listed {
                 seen.insert(key.clone());
-                let old = store.insert(key, object.clone());
+                let old = store.insert(key, &object, stowed);
                 changes.push((old, Some(object)));
             }
             let gone: Vec<ObjectKey> = store
