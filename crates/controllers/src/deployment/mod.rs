@@ -677,7 +677,7 @@ impl Sync<'_> {
         let all_pods: i32 = self.rss.iter().map(rs_replicas).sum();
         let min_available = replicas(&self.d) - rollout::max_unavailable(&self.d);
         let new_unavailable = new
-            .map(|i| rs_replicas(&self.rss[i]) - rs_available(&self.rss[i]))
+            .map(|i| rs_replicas(&self.rss[i]) - rollout::available_within_size(&self.rss[i]))
             .unwrap_or(0);
         let max_scaled_down = all_pods - min_available - new_unavailable;
         if max_scaled_down <= 0 {
@@ -690,15 +690,15 @@ impl Sync<'_> {
                 break;
             }
             let (spec, available) = (rs_replicas(&self.rss[i]), rs_available(&self.rss[i]));
-            if spec == 0 || spec == available {
+            let down = rollout::unhealthy_to_remove(spec, available, max_scaled_down - cleaned);
+            if down == 0 {
                 continue;
             }
-            let down = (max_scaled_down - cleaned).min(spec - available);
             self.scale(i, spec - down).await?;
             cleaned += down;
         }
         // Then healthy ones, as far as availability allows.
-        let available: i32 = self.rss.iter().map(rs_available).sum();
+        let available: i32 = self.rss.iter().map(rollout::available_within_size).sum();
         let mut scaled = 0;
         if available > min_available {
             let total = available - min_available;

@@ -112,6 +112,25 @@ pub fn new_rs_replicas(d: &Deployment, all: &[&ReplicaSet], new: &ReplicaSet) ->
     rs_replicas(new) + up.max(0)
 }
 
+/// The available replicas an RS will keep: its status may still count pods above a size it
+/// was just scaled down to (the ReplicaSet controller has not deleted them yet, or not
+/// reported it); those are going away and must not be counted on to keep the rollout
+/// within `maxUnavailable`.
+pub fn available_within_size(rs: &ReplicaSet) -> i32 {
+    rs_available(rs).min(rs_replicas(rs)).max(0)
+}
+
+/// How many of an old ReplicaSet's unavailable replicas to remove, at most `budget`. An RS
+/// whose available pods are not fewer than its size has none to remove: while it scales down,
+/// its status may still count more available pods than its new size, which must not turn
+/// into a scale-up.
+pub fn unhealthy_to_remove(spec: i32, available: i32, budget: i32) -> i32 {
+    if spec <= available {
+        return 0;
+    }
+    budget.min(spec - available).max(0)
+}
+
 /// How much an RS gets of `to_add` replicas (negative: removed) in proportional scaling.
 pub fn proportion(rs: &ReplicaSet, d: &Deployment, to_add: i32, added: i32) -> i32 {
     if rs_replicas(rs) == 0 || to_add == 0 || to_add == added {
@@ -219,6 +238,29 @@ mod tests {
         );
         let old = rs(5, None);
         assert_eq!(new_rs_replicas(&d, &[&old, &new], &new), 8);
+    }
+
+    #[test]
+    fn pods_above_a_replica_sets_size_are_not_counted_available() {
+        let mut old: ReplicaSet = rs(3, None);
+        old.status =
+            Some(serde_json::from_value(json!({"replicas": 4, "availableReplicas": 4})).unwrap());
+        assert_eq!(available_within_size(&old), 3);
+        old.status =
+            Some(serde_json::from_value(json!({"replicas": 3, "availableReplicas": 2})).unwrap());
+        assert_eq!(available_within_size(&old), 2);
+    }
+
+    #[test]
+    fn only_unavailable_old_replicas_are_cleaned_up() {
+        assert_eq!(unhealthy_to_remove(3, 1, 5), 2);
+        assert_eq!(unhealthy_to_remove(3, 1, 1), 1, "within the budget");
+        assert_eq!(unhealthy_to_remove(2, 2, 5), 0);
+        assert_eq!(
+            unhealthy_to_remove(1, 2, 5),
+            0,
+            "scaled down to 1 with 2 still available: nothing to remove, never a scale-up"
+        );
     }
 
     #[test]
