@@ -13,6 +13,7 @@ mod cli;
 mod client;
 mod cluster;
 mod controller_manager;
+mod events;
 mod evictions;
 mod garbage_collection;
 mod http;

@@ -1,8 +1,8 @@
 //! Events as Kubernetes' controllers write them (client-go's legacy recorder, which
 //! `kubectl describe` and `kubectl get events` show): core/v1 Events with
-//! `source.component` set to the controller's name, `firstTimestamp`/`lastTimestamp`, and
-//! repeats of the same event (same object, type, reason and message) folded into one
-//! Event whose `count` goes up.
+//! `source.component` set to the controller's name, `firstTimestamp`/`lastTimestamp`,
+//! repeats folded into one Event whose `count` goes up, similar events combined and an
+//! object's events rate-limited as client-go's correlator does ([`correlator`]).
 //!
 //! Recording never blocks a reconcile: events go through a bounded channel to a task that
 //! writes them, and are dropped (with a debug log) if that falls far behind.
@@ -15,6 +15,10 @@ use serde_json::json;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::{Mutex, Semaphore, mpsc};
+
+mod correlator;
+
+use correlator::{Correlator, FoldKey};
 
 /// Events waiting to be written before new ones are dropped.
 const BACKLOG: usize = 4096;
@@ -119,21 +123,44 @@ impl Recorder {
     }
 }
 
-/// What identifies repeats of one event.
-type FoldKey = (String, String, EventType, String, String);
+/// The Event written for a fold key (its name and count), if any yet. Each key has its own
+/// lock, held while its Event is written, so a repeat waits for the first write instead of
+/// creating a second Event.
+type Written = Arc<Mutex<Option<(String, i32)>>>;
 
 async fn write_events(client: kube::Client, component: String, mut rx: mpsc::Receiver<Record>) {
-    let seen: Arc<Mutex<HashMap<FoldKey, (String, i32)>>> = Arc::default();
+    let mut correlator = Correlator::default();
+    let mut written: HashMap<FoldKey, Written> = HashMap::new();
     let permits = Arc::new(Semaphore::new(CONCURRENCY));
     while let Some(record) = rx.recv().await {
+        let Some(verdict) = correlator.correlate(
+            &record.regarding,
+            record.type_,
+            &record.reason,
+            &record.message,
+            std::time::Instant::now(),
+        ) else {
+            tracing::debug!(
+                reason = record.reason,
+                "event dropped: too many about one object"
+            );
+            continue;
+        };
         let Ok(permit) = permits.clone().acquire_owned().await else {
             return;
         };
+        if written.len() >= REMEMBERED {
+            written.clear();
+        }
+        let slot = written.entry(verdict.key).or_default().clone();
+        let record = Record {
+            message: verdict.message,
+            ..record
+        };
         let client = client.clone();
         let component = component.clone();
-        let seen = seen.clone();
         tokio::spawn(async move {
-            if let Err(error) = write_event(&client, &component, &seen, record).await {
+            if let Err(error) = write_event(&client, &component, &slot, record).await {
                 tracing::debug!(%error, "cannot write an event");
             }
             drop(permit);
@@ -144,7 +171,7 @@ async fn write_events(client: kube::Client, component: String, mut rx: mpsc::Rec
 async fn write_event(
     client: &kube::Client,
     component: &str,
-    seen: &Mutex<HashMap<FoldKey, (String, i32)>>,
+    slot: &Mutex<Option<(String, i32)>>,
     record: Record,
 ) -> Result<(), kube::Error> {
     let namespace = record
@@ -155,22 +182,15 @@ async fn write_event(
         .unwrap_or_else(|| "default".to_string());
     let api: Api<Event> = Api::namespaced(client.clone(), &namespace);
     let now = Time(k8s_openapi::jiff::Timestamp::now());
-    let key: FoldKey = (
-        record.regarding.uid.clone().unwrap_or_default(),
-        record.regarding.name.clone().unwrap_or_default(),
-        record.type_,
-        record.reason.clone(),
-        record.message.clone(),
-    );
-    let repeat = seen.lock().await.get(&key).cloned();
-    if let Some((name, count)) = repeat {
-        let patch = json!({"count": count + 1, "lastTimestamp": now});
+    let mut slot = slot.lock().await;
+    if let Some((name, count)) = slot.clone() {
+        let patch = json!({"count": count + 1, "lastTimestamp": now, "message": record.message});
         match api
             .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
             Ok(_) => {
-                seen.lock().await.insert(key, (name, count + 1));
+                *slot = Some((name, count + 1));
                 return Ok(());
             }
             // Gone (expired or deleted): write it anew.
@@ -205,10 +225,6 @@ async fn write_event(
         ..Event::default()
     };
     api.create(&PostParams::default(), &event).await?;
-    let mut seen = seen.lock().await;
-    if seen.len() >= REMEMBERED {
-        seen.clear();
-    }
-    seen.insert(key, (name, 1));
+    *slot = Some((name, 1));
     Ok(())
 }
