@@ -340,6 +340,16 @@ impl<K: Informable> Informer<K> {
 
     /// The objects of one namespace.
     pub fn list_namespace(&self, namespace: &str) -> Vec<Arc<K>> {
+        let mut found = vec![];
+        self.visit_namespace(namespace, |object| found.push(object));
+        found
+    }
+
+    /// Calls `visit` with each object of one namespace, one at a time (in name order):
+    /// for compactly kept kinds, only one object is parsed at once, where
+    /// [`Self::list_namespace`] would hold all of them. The store's lock is not held
+    /// while visiting.
+    pub fn visit_namespace(&self, namespace: &str, mut visit: impl FnMut(Arc<K>)) {
         let start = ObjectKey::new(namespace, "");
         let stowed: Vec<K::Stowed> = self
             .read()
@@ -348,7 +358,9 @@ impl<K: Informable> Informer<K> {
             .take_while(|(k, _)| k.namespace == namespace)
             .map(|(_, o)| o.clone())
             .collect();
-        stowed.iter().filter_map(Stowage::unstow).collect()
+        for object in stowed.iter().filter_map(Stowage::unstow) {
+            visit(object);
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -705,6 +717,36 @@ mod tests {
         assert_eq!(names(informer.by_index("node", "n1")), ["p3"]);
         assert_eq!(names(informer.by_index("node", "n2")), ["p1", "p2"]);
         assert!(informer.get("b", "p4").is_none());
+    }
+
+    #[test]
+    fn visits_a_namespace_and_an_index_one_object_at_a_time() {
+        let informer = detached::<Pod>();
+        informer.add_index("node", node_of);
+        informer.apply(pod("a", "p2", "n1", "1"));
+        informer.apply(pod("a", "p1", "n2", "2"));
+        informer.apply(pod("ab", "p3", "n1", "3"));
+        informer.apply(pod("", "p0", "n1", "4"));
+        let mut seen = vec![];
+        informer.visit_namespace("a", |p| {
+            // The store is not locked while visiting: writing to it does not deadlock, and
+            // the visit goes over what the namespace held when it began.
+            informer.apply(pod("a", "p9", "n1", "5"));
+            seen.push(p.metadata.name.clone().unwrap());
+        });
+        assert_eq!(seen, ["p1", "p2"]);
+        seen.clear();
+        informer.visit_namespace("b", |p| seen.push(p.metadata.name.clone().unwrap()));
+        assert!(seen.is_empty());
+        informer.visit_namespace("", |p| seen.push(p.metadata.name.clone().unwrap()));
+        assert_eq!(seen, ["p0"]);
+        seen.clear();
+        informer.visit_index("node", "n1", |p| {
+            informer.delete(pod("ab", "p3", "n1", "6"));
+            seen.push(p.metadata.name.clone().unwrap());
+        });
+        assert_eq!(seen, ["p0", "p2", "p9", "p3"]);
+        assert!(informer.get("ab", "p3").is_none());
     }
 
     #[test]

@@ -19,17 +19,20 @@
 //!   counts, observedGeneration, collisionCount) and deletes revisions beyond
 //!   `revisionHistoryLimit`.
 //!
+//! The set's pods are read one at a time and kept as [`pods::Member`]s (only pods to
+//! adopt or release are held whole).
+//!
 //! Events are Kubernetes' pod-control events: `SuccessfulCreate` "Created pod: <name>",
 //! `SuccessfulDelete` "Deleted pod: <name>", `FailedCreate` "Error creating: <error>",
 //! `FailedDelete` "Error deleting: <error>".
 
 mod expectations;
 pub mod placement;
+mod pods;
 
 use crate::context::Context;
 use crate::history::{self, HASH_LABEL, History, POD_REVISION_LABEL};
-use crate::ownership::{self, Claim, controller_of, controller_reference};
-use crate::pod_readiness as readiness;
+use crate::ownership::{self, Claim, ORPHANS, controller_of, controller_reference};
 use crate::selector;
 use anyhow::Context as _;
 use expectations::Expectations;
@@ -41,6 +44,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Change, Informer, ObjectKey};
+use pods::Member;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,6 +74,9 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let revisions = ctx.informers.get::<ControllerRevision>();
     pods.add_index(CONTROLLER_UID_INDEX, |p: &Pod| {
         crate::ownership::controller_uid(&p.metadata)
+    });
+    pods.add_index(ORPHANS, |p: &Pod| {
+        crate::ownership::orphan_namespace(&p.metadata)
     });
     let expectations = Arc::new(Expectations::default());
     let reconciler = Arc::new(DaemonSetReconciler {
@@ -206,13 +213,13 @@ struct Sync<'a> {
 }
 
 /// The set's live (not terminating) pods per node, oldest first.
-type PodsByNode = BTreeMap<String, Vec<Arc<Pod>>>;
+type PodsByNode<'p> = BTreeMap<String, Vec<&'p Member>>;
 
 /// What one pass decided to do.
 #[derive(Default)]
-struct Plan {
+struct Plan<'p> {
     create_on: Vec<String>,
-    delete: Vec<Arc<Pod>>,
+    delete: Vec<&'p Member>,
 }
 
 impl Sync<'_> {
@@ -232,8 +239,9 @@ impl Sync<'_> {
         self.spec.min_ready_seconds.unwrap_or(0)
     }
 
-    fn available(&self, pod: &Pod) -> bool {
-        readiness::is_available(pod, self.min_ready_seconds(), self.r.ctx.now())
+    fn available(&self, pod: &Member) -> bool {
+        pod.lifecycle
+            .is_available(self.min_ready_seconds(), self.r.ctx.now())
     }
 
     async fn run(&self) -> anyhow::Result<Action> {
@@ -259,19 +267,16 @@ impl Sync<'_> {
         let mut by_node: PodsByNode = BTreeMap::new();
         let mut orphaned = vec![];
         for pod in &pods {
-            if readiness::is_terminating(pod) {
+            if pod.lifecycle.is_terminating() {
                 continue;
             }
-            match placement::node_of(pod) {
-                Some(node) => by_node
-                    .entry(node.to_string())
-                    .or_default()
-                    .push(pod.clone()),
-                None => orphaned.push(pod.clone()),
+            match &pod.node {
+                Some(node) => by_node.entry(node.clone()).or_default().push(pod),
+                None => orphaned.push(pod),
             }
         }
         for list in by_node.values_mut() {
-            list.sort_by_key(|p| p.metadata.creation_timestamp.clone().map(|t| t.0));
+            list.sort_by_key(|p| p.created);
         }
 
         if self.r.expectations.satisfied(self.key) {
@@ -286,10 +291,7 @@ impl Sync<'_> {
         let requeue = self
             .update_status(&nodes, &by_node, &hash, collision_count)
             .await?;
-        let mut live: HashSet<String> = pods
-            .iter()
-            .filter_map(|p| p.metadata.labels.as_ref()?.get(POD_REVISION_LABEL).cloned())
-            .collect();
+        let mut live: HashSet<String> = pods.iter().filter_map(|p| p.revision.clone()).collect();
         live.insert(hash);
         let live_names: HashSet<String> = revisions
             .iter()
@@ -312,36 +314,35 @@ impl Sync<'_> {
         Ok(requeue)
     }
 
-    /// The set's pods: owned ones still selected, plus adopted orphans.
-    async fn claim_pods(&self) -> anyhow::Result<Vec<Arc<Pod>>> {
-        let reference = controller_reference(self.set);
+    /// The set's pods: owned ones still selected, plus adopted orphans. Pods are read one
+    /// at a time (controller-UID and orphans indexes) and reduced; only the few to adopt or
+    /// release are kept whole.
+    async fn claim_pods(&self) -> anyhow::Result<Vec<Member>> {
         let mut result = vec![];
-        let candidates = self
-            .r
-            .pods
-            .by_index(CONTROLLER_UID_INDEX, self.uid())
-            .into_iter()
-            .chain(
-                self.r
-                    .pods
-                    .list_namespace(self.namespace())
-                    .into_iter()
-                    .filter(|p| controller_of(&p.metadata).is_none()),
-            );
-        for pod in candidates {
+        let mut to_change: Vec<(Arc<Pod>, Claim)> = vec![];
+        let mut sort = |pod: Arc<Pod>| {
             let selected = selector::matches(&self.spec.selector, pod.metadata.labels.as_ref());
             match ownership::claim(self.uid(), &pod.metadata, selected) {
-                Claim::Owned => result.push(pod),
-                Claim::Adopt => {
-                    match ownership::adopt(&self.pods_api, &pod.metadata, &reference).await {
-                        Ok(adopted) => result.push(Arc::new(adopted)),
-                        Err(error) => tracing::debug!(%error, "adopting a daemon pod"),
-                    }
-                }
-                Claim::Release => {
-                    let _ = ownership::release(&self.pods_api, &pod.metadata, self.uid()).await;
-                }
+                Claim::Owned => result.push(Member::of(&pod)),
+                claim @ (Claim::Adopt | Claim::Release) => to_change.push((pod, claim)),
                 Claim::Ignore => {}
+            }
+        };
+        self.r
+            .pods
+            .visit_index(CONTROLLER_UID_INDEX, self.uid(), &mut sort);
+        self.r
+            .pods
+            .visit_index(ORPHANS, self.namespace(), &mut sort);
+        let reference = controller_reference(self.set);
+        for (pod, claim) in to_change {
+            if claim == Claim::Adopt {
+                match ownership::adopt(&self.pods_api, &pod.metadata, &reference).await {
+                    Ok(adopted) => result.push(Member::of(&adopted)),
+                    Err(error) => tracing::debug!(%error, "adopting a daemon pod"),
+                }
+            } else {
+                let _ = ownership::release(&self.pods_api, &pod.metadata, self.uid()).await;
             }
         }
         Ok(result)
@@ -371,7 +372,7 @@ impl Sync<'_> {
     }
 
     /// Creations and deletions that bring each node to one pod where it belongs.
-    fn manage(&self, nodes: &[Arc<Node>], by_node: &PodsByNode, hash: &str) -> Plan {
+    fn manage<'p>(&self, nodes: &[Arc<Node>], by_node: &PodsByNode<'p>, hash: &str) -> Plan<'p> {
         let template = self.spec.template.spec.clone().unwrap_or_default();
         let mut plan = Plan::default();
         let mut known = HashSet::new();
@@ -384,9 +385,9 @@ impl Sync<'_> {
                 .map(Vec::as_slice)
                 .unwrap_or_default();
             if fit.should_run {
-                let (failed, running): (Vec<_>, Vec<_>) = pods
+                let (failed, running): (Vec<&Member>, Vec<&Member>) = pods
                     .iter()
-                    .partition(|p| readiness::is_failed(p) || readiness::is_succeeded(p));
+                    .partition(|p| p.lifecycle.is_failed() || p.lifecycle.is_succeeded());
                 for pod in failed {
                     self.r.recorder.warning(
                         self.set,
@@ -394,32 +395,37 @@ impl Sync<'_> {
                         format!(
                             "Found failed daemon pod {}/{} on node {node_name}, will try to kill it",
                             self.namespace(),
-                            pod.metadata.name.as_deref().unwrap_or_default()
+                            pod.name
                         ),
                     );
-                    plan.delete.push(pod.clone());
+                    plan.delete.push(pod);
                 }
                 match running.len() {
                     0 => plan.create_on.push(node_name),
                     1 => {}
                     2 if self.surging()
-                        && running.iter().filter(|p| is_updated(p, hash)).count() == 1 => {}
-                    _ => plan.delete.extend(running.into_iter().skip(1).cloned()),
+                        && running.iter().filter(|p| p.is_updated(hash)).count() == 1 => {}
+                    _ => plan.delete.extend(running.into_iter().skip(1)),
                 }
             } else if !fit.should_continue_running {
-                plan.delete.extend(pods.iter().cloned());
+                plan.delete.extend(pods.iter().copied());
             }
         }
         for (node, pods) in by_node {
             if !known.contains(node) {
-                plan.delete.extend(pods.iter().cloned());
+                plan.delete.extend(pods.iter().copied());
             }
         }
         plan
     }
 
     /// The next step of a RollingUpdate.
-    fn rolling_update(&self, nodes: &[Arc<Node>], by_node: &PodsByNode, hash: &str) -> Plan {
+    fn rolling_update<'p>(
+        &self,
+        nodes: &[Arc<Node>],
+        by_node: &PodsByNode<'p>,
+        hash: &str,
+    ) -> Plan<'p> {
         let template = self.spec.template.spec.clone().unwrap_or_default();
         let desired: Vec<String> = nodes
             .iter()
@@ -438,7 +444,8 @@ impl Sync<'_> {
             let mut candidates = vec![];
             for node in &desired {
                 let pods = by_node.get(node).unwrap_or(&empty);
-                let (new, old): (Vec<_>, Vec<_>) = pods.iter().partition(|p| is_updated(p, hash));
+                let (new, old): (Vec<&Member>, Vec<&Member>) =
+                    pods.iter().partition(|p| p.is_updated(hash));
                 match (old.as_slice(), new.as_slice()) {
                     ([], [new]) => {
                         if !self.available(new) {
@@ -447,9 +454,9 @@ impl Sync<'_> {
                     }
                     ([old], []) => {
                         if self.available(old) {
-                            candidates.push((*old).clone());
+                            candidates.push(*old);
                         } else {
-                            plan.delete.push((*old).clone());
+                            plan.delete.push(*old);
                             unavailable += 1;
                         }
                     }
@@ -463,7 +470,8 @@ impl Sync<'_> {
             let mut candidates = vec![];
             for node in &desired {
                 let pods = by_node.get(node).unwrap_or(&empty);
-                let (new, old): (Vec<_>, Vec<_>) = pods.iter().partition(|p| is_updated(p, hash));
+                let (new, old): (Vec<&Member>, Vec<&Member>) =
+                    pods.iter().partition(|p| p.is_updated(hash));
                 match (old.as_slice(), new.as_slice()) {
                     ([old], []) => {
                         if self.available(old) {
@@ -474,7 +482,7 @@ impl Sync<'_> {
                     }
                     ([old], [new]) => {
                         if self.available(new) {
-                            plan.delete.push((*old).clone());
+                            plan.delete.push(*old);
                         } else {
                             surging += 1;
                         }
@@ -515,7 +523,7 @@ impl Sync<'_> {
         }
     }
 
-    async fn execute(&self, plan: Plan, hash: &str) -> anyhow::Result<()> {
+    async fn execute(&self, plan: Plan<'_>, hash: &str) -> anyhow::Result<()> {
         if plan.create_on.is_empty() && plan.delete.is_empty() {
             return Ok(());
         }
@@ -525,7 +533,7 @@ impl Sync<'_> {
         let mut first_error: Option<anyhow::Error> = None;
 
         let deletions = futures::future::join_all(plan.delete.iter().map(|pod| async move {
-            let name = pod.metadata.name.as_deref().unwrap_or_default();
+            let name = pod.name.as_str();
             let result = self.pods_api.delete(name, &DeleteParams::default()).await;
             (name, result)
         }))
@@ -604,7 +612,7 @@ impl Sync<'_> {
     async fn update_status(
         &self,
         nodes: &[Arc<Node>],
-        by_node: &PodsByNode,
+        by_node: &PodsByNode<'_>,
         hash: &str,
         collision_count: i32,
     ) -> anyhow::Result<Action> {
@@ -623,11 +631,11 @@ impl Sync<'_> {
                     continue;
                 }
                 current += 1;
-                let newest = pods.iter().find(|p| is_updated(p, hash));
+                let newest = pods.iter().find(|p| p.is_updated(hash));
                 let pod = newest.unwrap_or(&pods[0]);
-                if readiness::is_ready(pod) {
+                if pod.lifecycle.is_ready() {
                     ready += 1;
-                    match readiness::until_available(pod, self.min_ready_seconds(), now) {
+                    match pod.lifecycle.until_available(self.min_ready_seconds(), now) {
                         Some(wait) if wait.is_zero() => available += 1,
                         Some(wait) => {
                             let wait = wait + Duration::from_secs(1);
@@ -674,15 +682,6 @@ impl Sync<'_> {
             Err(error) => Err(error).context("updating the status"),
         }
     }
-}
-
-/// Whether a daemon pod is of the revision `hash`.
-fn is_updated(pod: &Pod, hash: &str) -> bool {
-    pod.metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(POD_REVISION_LABEL))
-        .is_some_and(|h| h == hash)
 }
 
 /// An int-or-percent of `total` (percentages rounded up), `default` when unset.

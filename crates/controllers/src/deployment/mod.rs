@@ -747,18 +747,17 @@ impl Sync<'_> {
         if olds.iter().any(|i| rs_status_replicas(&self.rss[*i]) > 0) {
             return true;
         }
+        // The pods are read one at a time.
         olds.iter().any(|i| {
             let uid = self.rss[*i].metadata.uid.clone().unwrap_or_default();
-            self.this
-                .pods
-                .by_index(CONTROLLER_UID, &uid)
-                .iter()
-                .any(|p| {
-                    !matches!(
-                        p.status.as_ref().and_then(|s| s.phase.as_deref()),
-                        Some("Succeeded" | "Failed")
-                    )
-                })
+            let mut running = false;
+            self.this.pods.visit_index(CONTROLLER_UID, &uid, |p| {
+                running |= !matches!(
+                    p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                    Some("Succeeded" | "Failed")
+                );
+            });
+            running
         })
     }
 

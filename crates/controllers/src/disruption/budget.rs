@@ -2,7 +2,8 @@
 //! healthy (from `minAvailable`/`maxUnavailable`, ints or percents of the expected count,
 //! rounded up), which pods count as healthy, what becomes of `disruptedPods` entries (the
 //! eviction API's record of pods it let go; dropped once the pod is gone or deleting, or
-//! after two minutes) and how many disruptions that allows.
+//! after two minutes) and how many disruptions that allows. Pods come as [`Member`]s,
+//! the little of each pod this reads.
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::Pod;
@@ -62,23 +63,39 @@ pub fn is_ready(pod: &Pod) -> bool {
         .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
+/// What a budget's arithmetic reads of one of its pods.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub name: String,
+    /// Being deleted.
+    pub deleting: bool,
+    pub ready: bool,
+}
+
+impl Member {
+    pub fn of(pod: &Pod) -> Member {
+        Member {
+            name: pod.metadata.name.clone().unwrap_or_default(),
+            deleting: pod.metadata.deletion_timestamp.is_some(),
+            ready: is_ready(pod),
+        }
+    }
+}
+
 /// The `disruptedPods` entries still in force (the pod exists, is not being deleted, and
 /// the entry is younger than [`DELETION_TIMEOUT`]), and when the oldest kept one expires.
 pub fn live_disruptions(
     disrupted: &BTreeMap<String, Time>,
-    pods: &[&Pod],
+    pods: &[Member],
     now: Timestamp,
 ) -> (BTreeMap<String, Time>, Option<Timestamp>) {
     let mut kept = BTreeMap::new();
     let mut recheck: Option<Timestamp> = None;
     for (name, at) in disrupted {
-        let Some(pod) = pods
-            .iter()
-            .find(|p| p.metadata.name.as_deref() == Some(name.as_str()))
-        else {
+        let Some(pod) = pods.iter().find(|p| p.name == *name) else {
             continue;
         };
-        if pod.metadata.deletion_timestamp.is_some() {
+        if pod.deleting {
             continue;
         }
         let Ok(expires) = at.0.checked_add(DELETION_TIMEOUT) else {
@@ -94,16 +111,9 @@ pub fn live_disruptions(
 }
 
 /// Pods that count as healthy: Ready, not being deleted, not recently disrupted.
-pub fn count_healthy(pods: &[&Pod], disrupted: &BTreeMap<String, Time>) -> i32 {
+pub fn count_healthy(pods: &[Member], disrupted: &BTreeMap<String, Time>) -> i32 {
     pods.iter()
-        .filter(|p| p.metadata.deletion_timestamp.is_none())
-        .filter(|p| {
-            !p.metadata
-                .name
-                .as_ref()
-                .is_some_and(|n| disrupted.contains_key(n))
-        })
-        .filter(|p| is_ready(p))
+        .filter(|p| !p.deleting && !disrupted.contains_key(&p.name) && p.ready)
         .count() as i32
 }
 
@@ -172,7 +182,15 @@ mod tests {
             pod("c", false, false),
             pod("d", true, true),
         ];
-        let pods: Vec<&Pod> = pods.iter().collect();
+        let pods: Vec<Member> = pods.iter().map(Member::of).collect();
+        assert_eq!(
+            pods[3],
+            Member {
+                name: "d".into(),
+                deleting: true,
+                ready: true
+            }
+        );
         let now: Timestamp = "2026-01-01T00:10:00Z".parse().unwrap();
         let at = |s: &str| Time(s.parse().unwrap());
         let disrupted = BTreeMap::from([

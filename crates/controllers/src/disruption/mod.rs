@@ -9,8 +9,12 @@
 //! `InsufficientPods`, or `SyncFailed` with no disruptions allowed when the expected count
 //! cannot be worked out). Events: `NoPods` "No matching pods found", `NoControllers`,
 //! `CalculateExpectedPodCountFailed`.
+//!
+//! The namespace's pods are read one at a time and the selected ones reduced at once
+//! ([`pods::Selected`]: name, deleting, ready, and their distinct controllers).
 
 pub mod budget;
+pub mod pods;
 
 use crate::context::Context;
 use crate::ownership::controller_of;
@@ -25,6 +29,7 @@ use kube::api::{DynamicObject, GroupVersionKind, PostParams};
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Informer, ObjectKey};
+use pods::Owner;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -209,24 +214,22 @@ impl Disruption {
         }
     }
 
-    /// The sum of the pods' controllers' replicas, each controller once.
-    async fn expected_scale(&self, namespace: &str, pods: &[&Pod]) -> Result<i32, Failure> {
-        let mut seen = BTreeSet::new();
+    /// The sum of the pods' controllers' replicas, each controller once (`owners` as
+    /// [`pods::Selected`] gathers them).
+    async fn expected_scale(&self, namespace: &str, owners: &[Owner]) -> Result<i32, Failure> {
         let mut counted = BTreeSet::new();
         let mut total = 0i32;
-        for pod in pods {
-            let name = pod.metadata.name.as_deref().unwrap_or_default();
-            let Some(reference) = controller_of(&pod.metadata) else {
-                return Err(Failure::NoControllers(format!(
-                    "found no controller ref for pod {name:?}"
-                )));
+        for owner in owners {
+            let (name, reference) = match owner {
+                Owner::Missing { pod } => {
+                    return Err(Failure::NoControllers(format!(
+                        "found no controller ref for pod {pod:?}"
+                    )));
+                }
+                Owner::Controller { pod, reference } => (pod, reference),
             };
-            if seen.contains(&reference.uid) {
-                continue;
-            }
             match self.scale_of(namespace, reference).await {
                 Ok(Some((uid, replicas))) => {
-                    seen.insert(reference.uid.clone());
                     if counted.insert(uid) {
                         total = total.saturating_add(replicas);
                     }
@@ -307,12 +310,13 @@ impl Reconciler for Disruption {
         let now = self.ctx.now();
         let namespace = key.namespace.as_str();
         let spec = budget.spec.clone().unwrap_or_default();
-        let all = self.pods.list_namespace(namespace);
-        let pods: Vec<&Pod> = all
-            .iter()
-            .map(Arc::as_ref)
-            .filter(|p| selects(&budget, p))
-            .collect();
+        let mut selected = pods::Selected::default();
+        self.pods.visit_namespace(namespace, |pod| {
+            if selects(&budget, &pod) {
+                selected.add(&pod);
+            }
+        });
+        let pods = selected.members;
         if pods.is_empty() {
             self.recorder
                 .normal(budget.as_ref(), "NoPods", "No matching pods found");
@@ -320,7 +324,7 @@ impl Reconciler for Disruption {
         let generation = budget.metadata.generation;
         let previous = budget.status.as_ref();
         let scale = if budget::needs_scale(&spec) {
-            self.expected_scale(namespace, &pods).await
+            self.expected_scale(namespace, &selected.owners).await
         } else {
             Ok(0)
         };

@@ -4,14 +4,12 @@
 //! others in `notReadyAddresses` (all in `addresses` with `publishNotReadyAddresses`);
 //! headless Services without ports get the addresses with no ports. Subsets are then
 //! repacked — addresses with the same ports share a subset — and sorted, and truncated
-//! to [`MAX_ADDRESSES`] (ready addresses first).
+//! to [`MAX_ADDRESSES`] (ready addresses first). The pods come as [`SelectedPod`]s, what
+//! their addresses are made of.
 
-use crate::endpointslice::pods;
-use k8s_openapi::api::core::v1::{
-    EndpointAddress, EndpointPort, EndpointSubset, ObjectReference, Pod, Service,
-};
+use crate::endpointslice::pods::{self, SelectedPod};
+use k8s_openapi::api::core::v1::{EndpointAddress, EndpointPort, EndpointSubset, Service};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// Addresses an Endpoints object holds at most.
 pub const MAX_ADDRESSES: usize = 1000;
@@ -26,7 +24,7 @@ fn port_key(port: &EndpointPort) -> (String, i32, String) {
 }
 
 /// The subsets of the Service over its selected pods.
-pub fn build(service: &Service, selected: &[Arc<Pod>]) -> Vec<EndpointSubset> {
+pub fn build(service: &Service, selected: &[SelectedPod]) -> Vec<EndpointSubset> {
     let publish_not_ready = pods::publishes_not_ready(service);
     let family = service
         .spec
@@ -43,34 +41,31 @@ pub fn build(service: &Service, selected: &[Arc<Pod>]) -> Vec<EndpointSubset> {
     type Entry = (EndpointAddress, bool, Vec<EndpointPort>);
     let mut entries: BTreeMap<(String, String), Entry> = BTreeMap::new();
     for pod in selected {
-        if !pods::should_be_in_endpoints(pod, publish_not_ready) {
+        if !pod.in_endpoints(publish_not_ready) {
             continue;
         }
-        let Some(ip) = pods::pod_ips(pod)
-            .into_iter()
+        let Some(ip) = pod
+            .ips
+            .iter()
             .find(|ip| pods::is_family(ip, &family))
+            .cloned()
         else {
             continue;
         };
         let address = EndpointAddress {
             ip: ip.clone(),
-            hostname: pods::hostname(pod, service),
-            node_name: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
-            target_ref: Some(ObjectReference {
-                kind: Some("Pod".into()),
-                namespace: pod.metadata.namespace.clone(),
-                name: pod.metadata.name.clone(),
-                uid: pod.metadata.uid.clone(),
-                ..ObjectReference::default()
-            }),
+            hostname: pod.hostname.clone(),
+            node_name: pod.node_name.clone(),
+            target_ref: Some(pod.target_ref()),
         };
-        let ready = publish_not_ready || pods::is_ready(pod);
+        let ready = publish_not_ready || pod.ready;
         let mut ports: Vec<EndpointPort> = service_ports
             .iter()
-            .filter_map(|port| {
+            .zip(&pod.ports)
+            .filter_map(|(port, number)| {
                 Some(EndpointPort {
                     name: port.name.clone().filter(|n| !n.is_empty()),
-                    port: pods::target_port(pod, port)?,
+                    port: (*number)?,
                     protocol: Some(port.protocol.clone().unwrap_or_else(|| "TCP".into())),
                     app_protocol: port.app_protocol.clone(),
                 })
@@ -80,7 +75,7 @@ pub fn build(service: &Service, selected: &[Arc<Pod>]) -> Vec<EndpointSubset> {
             continue;
         }
         ports.sort_by_key(port_key);
-        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let uid = pod.uid.clone().unwrap_or_default();
         entries.insert((ip, uid), (address, ready, ports));
     }
     // Repack: one subset per port set.
@@ -144,19 +139,22 @@ pub fn truncate(subsets: &mut [EndpointSubset]) -> bool {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
     use serde_json::json;
 
-    fn pod(name: &str, ip: &str, ready: bool) -> Arc<Pod> {
-        Arc::new(
-            serde_json::from_value(json!({
-                "metadata": {"name": name, "namespace": "a", "uid": name},
-                "spec": {"nodeName": "n1", "containers": [{"name": "c",
-                         "ports": [{"name": "http", "containerPort": 8080}]}]},
-                "status": {"phase": "Running", "podIP": ip, "conditions": [
-                    {"type": "Ready", "status": if ready {"True"} else {"False"}}]},
-            }))
-            .unwrap(),
-        )
+    fn pod(name: &str, ip: &str, ready: bool) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "a", "uid": name},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c",
+                     "ports": [{"name": "http", "containerPort": 8080}]}]},
+            "status": {"phase": "Running", "podIP": ip, "conditions": [
+                {"type": "Ready", "status": if ready {"True"} else {"False"}}]},
+        }))
+        .unwrap()
+    }
+
+    fn selected(service: &Service, pods: &[Pod]) -> Vec<SelectedPod> {
+        pods.iter().map(|p| SelectedPod::of(p, service)).collect()
     }
 
     fn service(publish: bool) -> Service {
@@ -171,14 +169,14 @@ mod tests {
     #[test]
     fn ready_and_not_ready_addresses() {
         let pods = [pod("p1", "10.0.0.1", true), pod("p2", "10.0.0.2", false)];
-        let subsets = build(&service(false), &pods);
+        let subsets = build(&service(false), &selected(&service(false), &pods));
         assert_eq!(subsets.len(), 1);
         let s = &subsets[0];
         assert_eq!(s.addresses.as_ref().unwrap()[0].ip, "10.0.0.1");
         assert_eq!(s.not_ready_addresses.as_ref().unwrap()[0].ip, "10.0.0.2");
         assert_eq!(s.ports.as_ref().unwrap()[0].port, 8080);
         assert_eq!(s.ports.as_ref().unwrap()[0].name.as_deref(), Some("http"));
-        let subsets = build(&service(true), &pods);
+        let subsets = build(&service(true), &selected(&service(true), &pods));
         assert_eq!(subsets[0].addresses.as_ref().unwrap().len(), 2);
         assert!(subsets[0].not_ready_addresses.is_none());
     }
@@ -194,7 +192,7 @@ mod tests {
                 )
             })
             .collect();
-        let mut subsets = build(&service(false), &pods);
+        let mut subsets = build(&service(false), &selected(&service(false), &pods));
         assert!(truncate(&mut subsets));
         let s = &subsets[0];
         assert_eq!(s.addresses.as_ref().unwrap().len(), 1000);

@@ -19,6 +19,7 @@
 //!   ExternalName Services and deleted Services lose their slices (the garbage collector
 //!   would delete them too, by owner reference).
 //!
+//! The selected pods are read one at a time and reduced to [`pods::SelectedPod`]s.
 //! A pod change requeues only the Services whose selectors match the pod's old or new
 //! labels. Writes the informer has not yet seen are remembered ([`expectations`]) so a
 //! stale cache never creates a Service's slices twice.
@@ -111,7 +112,7 @@ fn slice_labels(service: &Service) -> BTreeMap<String, String> {
 /// The endpoints each address type and port set should have.
 fn desired_groups(
     service: &Service,
-    selected: &[Arc<Pod>],
+    selected: &[pods::SelectedPod],
     nodes: &Informer<Node>,
 ) -> BTreeMap<String, Group> {
     let mut groups: BTreeMap<String, Group> = BTreeMap::new();
@@ -123,31 +124,30 @@ fn desired_groups(
         .unwrap_or_default();
     let families = address_types(service);
     for pod in selected {
-        if !pods::should_be_in_endpoints(pod, true) {
+        if !pod.in_endpoints(true) {
             continue;
         }
         let ports: Vec<EndpointPort> = service_ports
             .iter()
-            .filter_map(|port| {
-                let number = pods::target_port(pod, port)?;
+            .zip(&pod.ports)
+            .filter_map(|(port, number)| {
                 Some(EndpointPort {
                     name: Some(port.name.clone().unwrap_or_default()),
-                    port: Some(number),
+                    port: Some((*number)?),
                     protocol: Some(port.protocol.clone().unwrap_or_else(|| "TCP".into())),
                     app_protocol: port.app_protocol.clone(),
                 })
             })
             .collect();
-        let terminating = pod.metadata.deletion_timestamp.is_some();
-        let serving = publish_not_ready || pods::is_ready(pod);
-        let node_name = pod.spec.as_ref().and_then(|s| s.node_name.clone());
+        let terminating = pod.terminating;
+        let serving = publish_not_ready || pod.ready;
+        let node_name = pod.node_name.clone();
         let zone = node_name
             .as_deref()
             .and_then(|n| nodes.get("", n))
             .and_then(|n| n.metadata.labels.as_ref()?.get(ZONE_LABEL).cloned());
-        let ips = pods::pod_ips(pod);
         for family in &families {
-            let Some(ip) = ips.iter().find(|ip| pods::is_family(ip, family)) else {
+            let Some(ip) = pod.ips.iter().find(|ip| pods::is_family(ip, family)) else {
                 continue;
             };
             let endpoint = Endpoint {
@@ -157,16 +157,10 @@ fn desired_groups(
                     serving: Some(serving),
                     terminating: Some(terminating),
                 }),
-                hostname: pods::hostname(pod, service),
+                hostname: pod.hostname.clone(),
                 node_name: node_name.clone(),
                 zone: zone.clone(),
-                target_ref: Some(k8s_openapi::api::core::v1::ObjectReference {
-                    kind: Some("Pod".into()),
-                    namespace: pod.metadata.namespace.clone(),
-                    name: pod.metadata.name.clone(),
-                    uid: pod.metadata.uid.clone(),
-                    ..Default::default()
-                }),
+                target_ref: Some(pod.target_ref()),
                 ..Endpoint::default()
             };
             let key = plan::group_key(family, Some(&ports));
@@ -395,16 +389,14 @@ mod tests {
             } else {
                 json!([])
             };
-            Arc::new(
-                serde_json::from_value::<Pod>(json!({
-                    "metadata": {"name": name, "namespace": "a", "uid": name},
-                    "spec": {"nodeName": "n1", "hostname": name, "subdomain": "web",
-                             "containers": [{"name": "c", "ports": ports}]},
-                    "status": {"phase": "Running", "podIP": ip, "conditions": [
-                        {"type": "Ready", "status": if ready {"True"} else {"False"}}]},
-                }))
-                .unwrap(),
-            )
+            serde_json::from_value::<Pod>(json!({
+                "metadata": {"name": name, "namespace": "a", "uid": name},
+                "spec": {"nodeName": "n1", "hostname": name, "subdomain": "web",
+                         "containers": [{"name": "c", "ports": ports}]},
+                "status": {"phase": "Running", "podIP": ip, "conditions": [
+                    {"type": "Ready", "status": if ready {"True"} else {"False"}}]},
+            }))
+            .unwrap()
         };
         let nodes = kyb_runtime::informer::detached::<Node>();
         nodes.apply(
@@ -412,11 +404,15 @@ mod tests {
             "labels": {"topology.kubernetes.io/zone": "z1"}}}))
             .unwrap(),
         );
-        let selected = [
+        let pods = [
             pod("p1", "10.0.0.1", true, true),
             pod("p2", "10.0.0.2", false, true),
             pod("p3", "10.0.0.3", true, false),
         ];
+        let selected: Vec<_> = pods
+            .iter()
+            .map(|p| pods::SelectedPod::of(p, &service))
+            .collect();
         let groups = desired_groups(&service, &selected, &nodes);
         // p1 and p2 resolve both ports; p3 only the numeric one.
         assert_eq!(groups.len(), 2);
@@ -441,6 +437,10 @@ mod tests {
             .as_mut()
             .unwrap()
             .publish_not_ready_addresses = Some(true);
+        let selected: Vec<_> = pods
+            .iter()
+            .map(|p| pods::SelectedPod::of(p, &publishing))
+            .collect();
         let groups = desired_groups(&publishing, &selected, &nodes);
         assert!(
             groups.values().flat_map(|g| g.endpoints.values()).all(|e| e

@@ -3,12 +3,15 @@
 //! (it has an IP and is not finished), its readiness, the ports a Service port resolves
 //! to on it (a named `targetPort` looks up the pod's container port of that name), its
 //! DNS hostname, and the `endpoints.kubernetes.io/last-change-trigger-time` to record.
+//!
+//! The selected pods are read one at a time ([`Informer::visit_namespace`]) and each is
+//! reduced at once to a [`SelectedPod`] — what an endpoint is made of — so a Service over
+//! thousands of pods never holds thousands of whole pods.
 
 use k8s_openapi::api::core::v1::{Pod, Service, ServicePort};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kyb_runtime::informer::{Change, Informer, ObjectKey};
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 /// The annotation recording when the change that led to the last write happened.
 pub const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
@@ -44,14 +47,95 @@ pub fn publishes_not_ready(service: &Service) -> bool {
         .unwrap_or(false)
 }
 
-/// The pods of the Service's namespace its selector matches.
-pub fn selected_pods(pods: &Informer<Pod>, service: &Service) -> Vec<Arc<Pod>> {
+/// What the endpoint controllers keep of a pod a Service selects: what its endpoints are
+/// made of, resolved for that Service (a few hundred bytes, where the pod is kilobytes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SelectedPod {
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+    pub uid: Option<String>,
+    /// Whether it belongs in endpoints counting terminating pods in
+    /// ([`should_be_in_endpoints`] with `include_terminating`).
+    pub eligible: bool,
+    /// Being deleted.
+    pub terminating: bool,
+    /// Its `Ready` condition is true.
+    pub ready: bool,
+    /// [`pod_ips`].
+    pub ips: Vec<String>,
+    pub node_name: Option<String>,
+    /// Its DNS hostname within the Service ([`hostname`]).
+    pub hostname: Option<String>,
+    /// The port each of the Service's ports (in `spec.ports` order) reaches on it
+    /// ([`target_port`]).
+    pub ports: Vec<Option<i32>>,
+    /// Its last readiness transition, else its creation (see [`trigger_time`]).
+    pub changed: Option<jiff::Timestamp>,
+}
+
+impl SelectedPod {
+    pub fn of(pod: &Pod, service: &Service) -> SelectedPod {
+        let ports = service
+            .spec
+            .as_ref()
+            .and_then(|s| s.ports.as_ref())
+            .into_iter()
+            .flatten()
+            .map(|port| target_port(pod, port))
+            .collect();
+        let changed = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+            .and_then(|c| c.last_transition_time.as_ref())
+            .or(pod.metadata.creation_timestamp.as_ref())
+            .map(|t| t.0);
+        SelectedPod {
+            name: pod.metadata.name.clone(),
+            namespace: pod.metadata.namespace.clone(),
+            uid: pod.metadata.uid.clone(),
+            eligible: should_be_in_endpoints(pod, true),
+            terminating: pod.metadata.deletion_timestamp.is_some(),
+            ready: is_ready(pod),
+            ips: pod_ips(pod),
+            node_name: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
+            hostname: hostname(pod, service),
+            ports,
+            changed,
+        }
+    }
+
+    /// Whether the pod belongs in endpoints ([`should_be_in_endpoints`]).
+    pub fn in_endpoints(&self, include_terminating: bool) -> bool {
+        self.eligible && (include_terminating || !self.terminating)
+    }
+
+    /// The `targetRef` of its endpoints.
+    pub fn target_ref(&self) -> k8s_openapi::api::core::v1::ObjectReference {
+        k8s_openapi::api::core::v1::ObjectReference {
+            kind: Some("Pod".into()),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            uid: self.uid.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+/// The pods of the Service's namespace its selector matches, read one at a time and
+/// reduced to what their endpoints need.
+pub fn selected_pods(pods: &Informer<Pod>, service: &Service) -> Vec<SelectedPod> {
     let Some(selector) = selector(service) else {
         return vec![];
     };
     let namespace = service.metadata.namespace.as_deref().unwrap_or_default();
-    let mut selected = pods.list_namespace(namespace);
-    selected.retain(|p| crate::selector::map_matches(selector, p.metadata.labels.as_ref()));
+    let mut selected = vec![];
+    pods.visit_namespace(namespace, |pod| {
+        if crate::selector::map_matches(selector, pod.metadata.labels.as_ref()) {
+            selected.push(SelectedPod::of(&pod, service));
+        }
+    });
     selected
 }
 
@@ -214,17 +298,9 @@ pub fn hostname(pod: &Pod, service: &Service) -> Option<String> {
 
 /// The trigger time to record: the latest of the Service's creation and the selected pods'
 /// last readiness transitions (creations for pods without one), in RFC 3339.
-pub fn trigger_time(service: &Service, pods: &[Arc<Pod>]) -> Option<String> {
+pub fn trigger_time(service: &Service, pods: &[SelectedPod]) -> Option<String> {
     let service_time = service.metadata.creation_timestamp.as_ref().map(|t| t.0);
-    let pod_times = pods.iter().filter_map(|pod| {
-        pod.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
-            .and_then(|c| c.last_transition_time.as_ref())
-            .or(pod.metadata.creation_timestamp.as_ref())
-            .map(|t| t.0)
-    });
+    let pod_times = pods.iter().filter_map(|pod| pod.changed);
     service_time
         .into_iter()
         .chain(pod_times)
@@ -295,6 +371,47 @@ mod tests {
         deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
         assert!(!should_be_in_endpoints(&pod(deleting.clone()), false));
         assert!(should_be_in_endpoints(&pod(deleting), true));
+    }
+
+    #[test]
+    fn a_selected_pod_keeps_what_its_endpoints_need() {
+        let service: Service = serde_json::from_value(json!({
+            "metadata": {"name": "web", "namespace": "a"},
+            "spec": {"selector": {"app": "web"}, "ports": [
+                {"name": "http", "port": 80, "targetPort": "http"},
+                {"name": "other", "port": 81, "targetPort": "nope"},
+                {"name": "metrics", "port": 9090}]},
+        }))
+        .unwrap();
+        let p = pod(json!({
+            "metadata": {"name": "p", "namespace": "a", "uid": "u1",
+                         "creationTimestamp": "2026-01-01T00:00:00Z",
+                         "deletionTimestamp": "2026-01-01T00:05:00Z"},
+            "spec": {"nodeName": "n1", "hostname": "h", "subdomain": "web",
+                     "containers": [{"name": "c", "ports": [{"name": "http", "containerPort": 8080}]}]},
+            "status": {"phase": "Running", "podIPs": [{"ip": "10.0.0.1"}, {"ip": "fd00::1"}],
+                       "conditions": [{"type": "Ready", "status": "True",
+                                       "lastTransitionTime": "2026-01-01T00:01:00Z"}]},
+        }));
+        let s = SelectedPod::of(&p, &service);
+        assert_eq!(s.ports, [Some(8080), None, Some(9090)]);
+        assert_eq!(s.ips, ["10.0.0.1", "fd00::1"]);
+        assert_eq!(s.hostname.as_deref(), Some("h"));
+        assert_eq!(s.node_name.as_deref(), Some("n1"));
+        assert!(s.ready && s.terminating && s.eligible);
+        assert!(s.in_endpoints(true) && !s.in_endpoints(false));
+        assert_eq!(s.target_ref().uid.as_deref(), Some("u1"));
+        assert_eq!(s.changed, Some("2026-01-01T00:01:00Z".parse().unwrap()));
+        // Without a readiness transition, the creation counts.
+        let mut young = p.clone();
+        young.status = None;
+        let s = SelectedPod::of(&young, &service);
+        assert_eq!(s.changed, Some("2026-01-01T00:00:00Z".parse().unwrap()));
+        assert!(!s.eligible && !s.ready && s.ips.is_empty());
+        assert_eq!(
+            trigger_time(&service, &[s]).as_deref(),
+            Some("2026-01-01T00:00:00Z")
+        );
     }
 
     #[test]

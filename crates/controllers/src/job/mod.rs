@@ -22,8 +22,13 @@
 //! - Events: SuccessfulCreate "Created pod: …", FailedCreate, SuccessfulDelete
 //!   "Deleted pod: …", Completed "Job completed", BackoffLimitExceeded, DeadlineExceeded,
 //!   PodFailurePolicy, Suspended, Resumed.
+//!
+//! A sync reads the Job's pods one at a time (by the controller-UID index) and keeps
+//! each as a [`member::Member`]; a deleted Job's orphans are found by visiting its
+//! namespace.
 
 mod indexes;
+mod member;
 mod pods;
 
 use crate::context::Context;
@@ -35,6 +40,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Change, Informer, ObjectKey};
+use member::{Member, Phase};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -250,41 +256,42 @@ impl JobReconciler {
         Api::namespaced(self.client.clone(), namespace)
     }
 
-    /// Removes the tracking finalizer from pods whose Job is gone.
+    /// Removes the tracking finalizer from pods whose Job is gone (the namespace's pods
+    /// are read one at a time; only those to release are kept, reduced).
     async fn release_orphans(&self, key: &ObjectKey) -> anyhow::Result<()> {
-        let orphans: Vec<Arc<Pod>> = self
-            .pods
-            .list_namespace(&key.namespace)
-            .into_iter()
-            .filter(|p| {
-                pods::has_finalizer(p)
-                    && crate::ownership::controller_of(&p.metadata)
-                        .is_some_and(|r| r.kind == "Job" && r.name == key.name)
-            })
-            .collect();
-        for pod in orphans {
-            if let Some(uid) = controller_uid(&pod) {
-                let mut t = self.tracking.lock().unwrap_or_else(|e| e.into_inner());
-                t.expected.remove(&uid);
-                t.written.remove(&uid);
-                t.finalizers_removed.remove(&uid);
+        let mut orphans: Vec<(Member, Option<String>)> = vec![];
+        self.pods.visit_namespace(&key.namespace, |p| {
+            if pods::has_finalizer(&p)
+                && crate::ownership::controller_of(&p.metadata)
+                    .is_some_and(|r| r.kind == "Job" && r.name == key.name)
+            {
+                orphans.push((Member::of(&p, None), controller_uid(&p)));
             }
-            self.remove_finalizer(&pod).await?;
+        });
+        for (pod, job_uid) in orphans {
+            if let Some(uid) = &job_uid {
+                let mut t = self.tracking.lock().unwrap_or_else(|e| e.into_inner());
+                t.expected.remove(uid);
+                t.written.remove(uid);
+                t.finalizers_removed.remove(uid);
+            }
+            self.remove_finalizer(&pod, job_uid.as_deref()).await?;
         }
         Ok(())
     }
 
-    async fn remove_finalizer(&self, pod: &Pod) -> anyhow::Result<()> {
-        if !pods::has_finalizer(pod) {
+    /// Removes the tracking finalizer from `pod` (a pod of the Job `job_uid`).
+    async fn remove_finalizer(&self, pod: &Member, job_uid: Option<&str>) -> anyhow::Result<()> {
+        if !pod.has_finalizer {
             return Ok(());
         }
-        let name = pod.metadata.name.clone().unwrap_or_default();
+        let name = &pod.name;
         let patch = serde_json::json!({"metadata": {
             "$deleteFromPrimitiveList/finalizers": [pods::TRACKING_FINALIZER],
         }});
-        let api = self.api_pods(pod.metadata.namespace.as_deref().unwrap_or_default());
+        let api = self.api_pods(&pod.namespace);
         match api
-            .patch(&name, &PatchParams::default(), &Patch::Strategic(&patch))
+            .patch(name, &PatchParams::default(), &Patch::Strategic(&patch))
             .await
         {
             Ok(_) => {}
@@ -293,14 +300,14 @@ impl JobReconciler {
                 return Err(e).with_context(|| format!("removing the finalizer of pod {name}"));
             }
         }
-        if let Some(job_uid) = controller_uid(pod) {
+        if let Some(job_uid) = job_uid {
             self.tracking
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .finalizers_removed
-                .entry(job_uid)
+                .entry(job_uid.to_string())
                 .or_default()
-                .insert(pod.metadata.uid.clone().unwrap_or_default());
+                .insert(pod.uid.clone());
         }
         Ok(())
     }
@@ -312,10 +319,6 @@ fn non_empty(v: Vec<String>) -> Option<Vec<String>> {
 
 fn positive(n: i32) -> Option<i32> {
     if n > 0 { Some(n) } else { None }
-}
-
-fn uid_of(pod: &Pod) -> String {
-    pod.metadata.uid.clone().unwrap_or_default()
 }
 
 /// Why a Job ends: (condition, reason, message).
@@ -440,15 +443,15 @@ impl JobReconciler {
         &self,
         job: &Job,
         uid: &str,
-        victims: &[Arc<Pod>],
+        victims: &[&Member],
     ) -> anyhow::Result<usize> {
         if victims.is_empty() {
             return Ok(0);
         }
         self.expect(uid, 0, victims.len() as i64);
         let results = futures::future::join_all(victims.iter().map(|pod| async move {
-            let api = self.api_pods(pod.metadata.namespace.as_deref().unwrap_or_default());
-            let name = pod.metadata.name.clone().unwrap_or_default();
+            let api = self.api_pods(&pod.namespace);
+            let name = pod.name.clone();
             (
                 name.clone(),
                 api.delete(&name, &DeleteParams::background()).await,
@@ -491,16 +494,18 @@ impl JobReconciler {
             .get(uid)
             .cloned()
             .unwrap_or_default();
-        let all: Vec<Arc<Pod>> = self
-            .pods
-            .by_index(CONTROLLER_UID_INDEX, uid)
-            .into_iter()
-            .filter(|p| controller_uid(p).as_deref() == Some(uid))
-            .collect();
-        let tracked = |p: &Pod| pods::has_finalizer(p) && !removed.contains(&uid_of(p));
+        // The Job's pods, read one at a time and reduced.
+        let policy = spec.pod_failure_policy.as_ref();
+        let mut all: Vec<Member> = vec![];
+        self.pods.visit_index(CONTROLLER_UID_INDEX, uid, |p| {
+            if controller_uid(&p).as_deref() == Some(uid) {
+                all.push(Member::of(&p, policy));
+            }
+        });
+        let tracked = |p: &Member| p.has_finalizer && !removed.contains(&p.uid);
         if condition_true(&status, "Complete") || condition_true(&status, "Failed") {
             for pod in all.iter().filter(|p| tracked(p)) {
-                self.remove_finalizer(pod).await?;
+                self.remove_finalizer(pod, Some(uid)).await?;
             }
             return Ok(Action::Done);
         }
@@ -513,8 +518,7 @@ impl JobReconciler {
         let backoff_limit = spec.backoff_limit.unwrap_or(6);
         let suspended = spec.suspend == Some(true);
         let has_policy = spec.pod_failure_policy.is_some();
-        let index_of =
-            |p: &Pod| indexes::of_pod(&p.metadata).filter(|i| *i < completions.unwrap_or(0));
+        let index_of = |p: &Member| p.index.filter(|i| *i < completions.unwrap_or(0));
 
         // Count finished pods: record them as uncounted, release them, then count them.
         let mut uncounted = status.uncounted_terminated_pods.clone().unwrap_or_default();
@@ -531,27 +535,25 @@ impl JobReconciler {
                 reason: c.reason.clone().unwrap_or_default(),
                 message: c.message.clone().unwrap_or_default(),
             });
-        let mut release: Vec<Arc<Pod>> = vec![];
+        let mut release: Vec<&Member> = vec![];
         let mut new_target = false;
         for pod in all.iter().filter(|p| tracked(p)) {
-            let pod_uid = uid_of(pod);
+            let pod_uid = pod.uid.clone();
             if pending_succeeded.contains(&pod_uid) || pending_failed.contains(&pod_uid) {
-                release.push(pod.clone());
+                release.push(pod);
                 continue;
             }
-            match pods::phase(pod) {
-                "Succeeded" => {
+            match pod.phase {
+                Phase::Succeeded => {
                     let counts = !indexed || index_of(pod).is_some_and(|i| !completed.contains(&i));
                     if counts {
                         pending_succeeded.push(pod_uid);
                     }
-                    release.push(pod.clone());
+                    release.push(pod);
                 }
-                phase if phase == "Failed" || (pods::is_terminating(pod) && !has_policy) => {
-                    let matched = if phase == "Failed" {
-                        spec.pod_failure_policy
-                            .as_ref()
-                            .and_then(|p| pods::match_failure_policy(p, pod))
+                phase if phase == Phase::Failed || (pod.is_terminating() && !has_policy) => {
+                    let matched = if phase == Phase::Failed {
+                        pod.failure_policy.clone()
                     } else {
                         None
                     };
@@ -569,12 +571,12 @@ impl JobReconciler {
                             pending_failed.push(pod_uid);
                         }
                         _ => {
-                            if !(suspended && pods::is_terminating(pod)) {
+                            if !(suspended && pod.is_terminating()) {
                                 pending_failed.push(pod_uid);
                             }
                         }
                     }
-                    release.push(pod.clone());
+                    release.push(pod);
                 }
                 _ => {}
             }
@@ -596,8 +598,10 @@ impl JobReconciler {
             }
             let stored = self.write_status(job.clone(), status.clone()).await?;
             status = stored.status.clone().unwrap_or_default();
-            let results =
-                futures::future::join_all(release.iter().map(|p| self.remove_finalizer(p))).await;
+            let results = futures::future::join_all(
+                release.iter().map(|p| self.remove_finalizer(p, Some(uid))),
+            )
+            .await;
             for result in results {
                 result?;
             }
@@ -611,11 +615,11 @@ impl JobReconciler {
             .get(uid)
             .cloned()
             .unwrap_or_default();
-        let by_uid: HashMap<String, &Arc<Pod>> = all.iter().map(|p| (uid_of(p), p)).collect();
+        let by_uid: HashMap<&str, &Member> = all.iter().map(|p| (p.uid.as_str(), p)).collect();
         let still_tracked = |pod_uid: &String| {
             by_uid
-                .get(pod_uid)
-                .is_some_and(|p| pods::has_finalizer(p) && !removed.contains(pod_uid))
+                .get(pod_uid.as_str())
+                .is_some_and(|p| p.has_finalizer && !removed.contains(pod_uid))
         };
         let mut succeeded = status.succeeded.unwrap_or(0);
         let mut failed = status.failed.unwrap_or(0);
@@ -624,7 +628,7 @@ impl JobReconciler {
                 return true;
             }
             succeeded += 1;
-            if indexed && let Some(i) = by_uid.get(u).and_then(|p| index_of(p)) {
+            if indexed && let Some(i) = by_uid.get(u.as_str()).and_then(|p| index_of(p)) {
                 completed.insert(i);
             }
             false
@@ -647,12 +651,11 @@ impl JobReconciler {
             failed: non_empty(pending_failed.clone()),
         });
 
-        let mut active: Vec<Arc<Pod>> = all
+        let mut active: Vec<&Member> = all
             .iter()
-            .filter(|p| !pods::is_finished(p) && p.metadata.deletion_timestamp.is_none())
-            .cloned()
+            .filter(|p| !p.is_finished() && !p.deleting)
             .collect();
-        let mut terminating = all.iter().filter(|p| pods::is_terminating(p)).count();
+        let mut terminating = all.iter().filter(|p| p.is_terminating()).count();
         let mut requeue: Option<Duration> = None;
         let mut wait = |d: Duration| requeue = Some(requeue.map_or(d, |r: Duration| r.min(d)));
 
@@ -757,7 +760,7 @@ impl JobReconciler {
                 }
             }
             // How many pods should run, and which indexes.
-            let mut excess: Vec<Arc<Pod>> = vec![];
+            let mut excess: Vec<&Member> = vec![];
             let mut missing: Vec<i32> = vec![];
             let running: usize;
             if indexed {
@@ -765,13 +768,13 @@ impl JobReconciler {
                 for pod in &active {
                     match index_of(pod) {
                         Some(i) if !completed.contains(&i) && seen.insert(i) => {}
-                        _ => excess.push(pod.clone()),
+                        _ => excess.push(pod),
                     }
                 }
                 let succeeded_now: BTreeSet<i32> = all
                     .iter()
-                    .filter(|p| pods::phase(p) == "Succeeded")
-                    .filter_map(|p| index_of(p))
+                    .filter(|p| p.phase == Phase::Succeeded)
+                    .filter_map(index_of)
                     .collect();
                 missing = (0..completions.unwrap_or(0))
                     .filter(|i| {
@@ -780,10 +783,10 @@ impl JobReconciler {
                     .collect();
                 running = seen.len();
                 if running > parallelism {
-                    let mut extra: Vec<Arc<Pod>> = active
+                    let mut extra: Vec<&Member> = active
                         .iter()
                         .filter(|p| index_of(p).is_some_and(|i| seen.contains(&i)))
-                        .cloned()
+                        .copied()
                         .collect();
                     extra.sort_by_key(|p| std::cmp::Reverse(index_of(p)));
                     excess.extend(extra.into_iter().take(running - parallelism));
@@ -798,12 +801,7 @@ impl JobReconciler {
                 };
                 if active.len() > want {
                     let mut sorted = active.clone();
-                    sorted.sort_by_key(|p| {
-                        (
-                            pods::is_ready(p),
-                            std::cmp::Reverse(p.metadata.creation_timestamp.as_ref().map(|t| t.0)),
-                        )
-                    });
+                    sorted.sort_by_key(|p| (p.ready, std::cmp::Reverse(p.created)));
                     excess = sorted.into_iter().take(active.len() - want).collect();
                 }
                 running = active.len();
@@ -812,16 +810,16 @@ impl JobReconciler {
             if !excess.is_empty() {
                 let deleted = self.delete_pods(&job, uid, &excess).await?;
                 terminating += deleted;
-                let gone: HashSet<String> = excess.iter().map(|p| uid_of(p)).collect();
-                active.retain(|p| !gone.contains(&uid_of(p)));
+                let gone: HashSet<&str> = excess.iter().map(|p| p.uid.as_str()).collect();
+                active.retain(|p| !gone.contains(p.uid.as_str()));
             }
             if !missing.is_empty() {
                 // The pod-failure backoff before replacing failed pods.
                 let failures = failed + pending_failed.len() as i32;
                 let last_failure = all
                     .iter()
-                    .filter(|p| pods::phase(p) == "Failed")
-                    .filter_map(|p| pods::finish_time(p))
+                    .filter(|p| p.phase == Phase::Failed)
+                    .filter_map(|p| p.finished)
                     .max();
                 let delay = pods::backoff(failures);
                 let ready_at = last_failure
@@ -844,7 +842,7 @@ impl JobReconciler {
                 }
             }
         }
-        let ready = active.iter().filter(|p| pods::is_ready(p)).count();
+        let ready = active.iter().filter(|p| p.ready).count();
         status.active = positive((active.len() + created) as i32);
         status.ready = Some(ready as i32);
         status.terminating = Some(terminating as i32);

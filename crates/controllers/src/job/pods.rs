@@ -87,14 +87,6 @@ pub fn phase(pod: &Pod) -> &str {
         .unwrap_or_default()
 }
 
-pub fn is_finished(pod: &Pod) -> bool {
-    matches!(phase(pod), "Succeeded" | "Failed")
-}
-
-pub fn is_terminating(pod: &Pod) -> bool {
-    pod.metadata.deletion_timestamp.is_some() && !is_finished(pod)
-}
-
 pub fn is_ready(pod: &Pod) -> bool {
     pod.status
         .as_ref()

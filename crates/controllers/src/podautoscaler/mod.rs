@@ -21,9 +21,12 @@
 //!   FailedRescale warning).
 //! - Status (currentReplicas, desiredReplicas, lastScaleTime, currentMetrics,
 //!   observedGeneration, conditions) is written only when it changed.
+//!
+//! The target's pods are read one at a time and kept as [`pods::Member`]s.
 
 pub mod metrics;
 pub mod normalize;
+pub mod pods;
 pub mod proposals;
 pub mod quantity;
 pub mod replicas;
@@ -500,15 +503,13 @@ impl HpaReconciler {
             }
         };
         let spec_replicas = scale.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
-        let pods: Vec<Arc<Pod>> = self
-            .pods
-            .list_namespace(&key.namespace)
-            .into_iter()
-            .filter(|p| {
-                let labels = p.metadata.labels.as_ref();
-                selector.matches_pairs(|k| labels.and_then(|l| l.get(k)).map(String::as_str))
-            })
-            .collect();
+        let mut pods: Vec<pods::Member> = vec![];
+        self.pods.visit_namespace(&key.namespace, |p| {
+            let labels = p.metadata.labels.as_ref();
+            if selector.matches_pairs(|k| labels.and_then(|l| l.get(k)).map(String::as_str)) {
+                pods.push(pods::Member::of(&p));
+            }
+        });
 
         let mut results = Vec::with_capacity(specs.len());
         for spec in &specs {
@@ -547,7 +548,7 @@ impl HpaReconciler {
         current: i32,
         namespace: &str,
         selector: &str,
-        pods: &[Arc<Pod>],
+        pods: &[pods::Member],
     ) -> Result<Proposal, MetricFailure> {
         let (resource, container, target) = match spec.type_.as_str() {
             "Resource" => match &spec.resource {

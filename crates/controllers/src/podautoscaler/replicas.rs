@@ -11,12 +11,12 @@
 //!   direction or lands within tolerance, the count stays.
 //! - Utilization is usage as a percentage of the pods' requests; a container without a
 //!   request for the resource is an error.
+//!
+//! The pods come as [`Member`]s, what the calculation reads of each.
 
-use super::quantity;
+use super::pods::Member;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{Container, Pod};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// One pod's sample: the usage in thousandths of a unit, when it was taken and over
@@ -63,12 +63,8 @@ fn plus(at: Timestamp, by: Duration) -> Timestamp {
         .unwrap_or(Timestamp::MAX)
 }
 
-fn name(pod: &Pod) -> String {
-    pod.metadata.name.clone().unwrap_or_default()
-}
-
 impl Calculator {
-    fn group(&self, pods: &[Arc<Pod>], metrics: &PodMetrics, resource: &str) -> Groups {
+    fn group(&self, pods: &[Member], metrics: &PodMetrics, resource: &str) -> Groups {
         let mut groups = Groups {
             ready: 0,
             unready: BTreeSet::new(),
@@ -76,43 +72,33 @@ impl Calculator {
             ignored: BTreeSet::new(),
         };
         for pod in pods {
-            let status = pod.status.as_ref();
-            let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or_default();
-            if pod.metadata.deletion_timestamp.is_some() || phase == "Failed" {
-                groups.ignored.insert(name(pod));
+            if pod.ignored {
+                groups.ignored.insert(pod.name.clone());
                 continue;
             }
-            if phase == "Pending" {
-                groups.unready.insert(name(pod));
+            if pod.pending {
+                groups.unready.insert(pod.name.clone());
                 continue;
             }
-            let Some(metric) = metrics.get(pod.metadata.name.as_deref().unwrap_or_default()) else {
-                groups.missing.insert(name(pod));
+            let Some(metric) = metrics.get(&pod.name) else {
+                groups.missing.insert(pod.name.clone());
                 continue;
             };
             if resource == "cpu" {
-                let ready = status
-                    .and_then(|s| s.conditions.as_ref())
-                    .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"));
-                let started = status.and_then(|s| s.start_time.as_ref());
-                let unready = match (ready, started) {
+                let unready = match (pod.ready, pod.started) {
                     (Some(ready), Some(started)) => {
-                        let transition = ready
-                            .last_transition_time
-                            .as_ref()
-                            .map_or(Timestamp::UNIX_EPOCH, |t| t.0);
-                        if plus(started.0, self.cpu_initialization_period) > self.now {
-                            ready.status == "False"
-                                || metric.timestamp < plus(transition, metric.window)
+                        let transition = ready.since;
+                        if plus(started, self.cpu_initialization_period) > self.now {
+                            ready.is_false || metric.timestamp < plus(transition, metric.window)
                         } else {
-                            ready.status == "False"
-                                && plus(started.0, self.initial_readiness_delay) > transition
+                            ready.is_false
+                                && plus(started, self.initial_readiness_delay) > transition
                         }
                     }
                     _ => true,
                 };
                 if unready {
-                    groups.unready.insert(name(pod));
+                    groups.unready.insert(pod.name.clone());
                     continue;
                 }
             }
@@ -129,7 +115,7 @@ impl Calculator {
         target_utilization: i32,
         resource: &str,
         container: Option<&str>,
-        pods: &[Arc<Pod>],
+        pods: &[Member],
         mut metrics: PodMetrics,
     ) -> Result<Utilization, String> {
         if pods.is_empty() {
@@ -188,7 +174,7 @@ impl Calculator {
         current: i32,
         target: i64,
         resource: &str,
-        pods: &[Arc<Pod>],
+        pods: &[Member],
         mut metrics: PodMetrics,
     ) -> Result<(i32, i64), String> {
         if pods.is_empty() {
@@ -260,49 +246,33 @@ fn ceil(value: f64) -> i32 {
 
 /// Each pod's request for `resource` (thousandths): its containers' and sidecars'.
 fn requests(
-    pods: &[Arc<Pod>],
+    pods: &[Member],
     container: Option<&str>,
     resource: &str,
 ) -> Result<BTreeMap<String, i64>, String> {
     let mut out = BTreeMap::new();
     for pod in pods {
-        let Some(spec) = pod.spec.as_ref() else {
+        let Some(containers) = &pod.containers else {
             continue;
         };
-        let sidecars = spec
-            .init_containers
-            .iter()
-            .flatten()
-            .filter(|c| c.restart_policy.as_deref() == Some("Always"));
         let mut sum = 0i64;
-        for c in spec.containers.iter().chain(sidecars) {
-            if container.is_some_and(|name| name != c.name) {
+        for c in containers {
+            if container.is_some_and(|name| name != c.container) {
                 continue;
             }
-            match request(c, resource) {
+            match c.get(resource) {
                 Some(milli) => sum = sum.saturating_add(milli),
                 None => {
                     return Err(format!(
                         "missing request for {resource} in container {} of Pod {}",
-                        c.name,
-                        pod.metadata.name.as_deref().unwrap_or_default()
+                        c.container, pod.name
                     ));
                 }
             }
         }
-        out.insert(name(pod), sum);
+        out.insert(pod.name.clone(), sum);
     }
     Ok(out)
-}
-
-fn request(container: &Container, resource: &str) -> Option<i64> {
-    container
-        .resources
-        .as_ref()?
-        .requests
-        .as_ref()?
-        .get(resource)
-        .map(quantity::milli)
 }
 
 /// (usage / target ratio, utilization %, average usage) over the pods with requests.
@@ -344,6 +314,7 @@ fn usage_ratio(metrics: &PodMetrics, target: i64) -> (f64, i64) {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use k8s_openapi::api::core::v1::Pod;
     use serde_json::json;
 
     const NOW: i64 = 1_700_000_000;
@@ -362,21 +333,23 @@ mod tests {
     }
 
     /// A running pod requesting 1 CPU, started long ago, ready (or not) since then.
-    fn pod(name: &str, phase: &str, ready: bool) -> Arc<Pod> {
+    fn pod(name: &str, phase: &str, ready: bool) -> Member {
         pod_started(name, phase, ready, NOW - 3600, NOW - 3500)
     }
 
-    fn pod_started(name: &str, phase: &str, ready: bool, start: i64, transition: i64) -> Arc<Pod> {
-        Arc::new(
-            serde_json::from_value(json!({
-                "metadata": {"name": name},
-                "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "100Mi"}}}]},
-                "status": {"phase": phase, "startTime": at(start).to_string(),
-                           "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"},
-                                           "lastTransitionTime": at(transition).to_string()}]}
-            }))
-            .unwrap(),
-        )
+    fn whole_pod(name: &str, phase: &str, ready: bool, start: i64, transition: i64) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1", "memory": "100Mi"}}}]},
+            "status": {"phase": phase, "startTime": at(start).to_string(),
+                       "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"},
+                                       "lastTransitionTime": at(transition).to_string()}]}
+        }))
+        .unwrap()
+    }
+
+    fn pod_started(name: &str, phase: &str, ready: bool, start: i64, transition: i64) -> Member {
+        Member::of(&whole_pod(name, phase, ready, start, transition))
     }
 
     fn metrics(values: &[(&str, i64)]) -> PodMetrics {
@@ -398,7 +371,7 @@ mod tests {
     fn replicas(
         current: i32,
         target: i32,
-        pods: &[Arc<Pod>],
+        pods: &[Member],
         m: &[(&str, i64)],
     ) -> Result<i32, String> {
         calc()
@@ -430,14 +403,14 @@ mod tests {
 
     #[test]
     fn deleted_and_failed_pods_are_ignored() {
-        let mut deleted = (*pod("c", "Running", true)).clone();
+        let mut deleted = whole_pod("c", "Running", true, NOW - 3600, NOW - 3500);
         deleted.metadata.deletion_timestamp = Some(
             k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(NOW)),
         );
         let pods = [
             pod("a", "Running", true),
             pod("b", "Failed", true),
-            Arc::new(deleted),
+            Member::of(&deleted),
         ];
         assert_eq!(
             replicas(3, 50, &pods, &[("a", 1000), ("b", 0), ("c", 0)]),
@@ -505,8 +478,8 @@ mod tests {
 
     #[test]
     fn a_missing_request_is_an_error() {
-        let pod: Arc<Pod> = Arc::new(
-            serde_json::from_value(json!({
+        let pod = Member::of(
+            &serde_json::from_value(json!({
                 "metadata": {"name": "p"},
                 "spec": {"containers": [{"name": "app"}]},
                 "status": {"phase": "Running"}

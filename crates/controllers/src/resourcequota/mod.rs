@@ -10,24 +10,24 @@
 //! deletion grace period, see [`replenish`]) — not on creations, which admission charges
 //! before they are stored (except while a quota's status is not complete yet: admission
 //! charges nothing to such a quota, so creations then recount it) — and for every quota
-//! each `--resource-quota-sync-period`.
+//! each `--resource-quota-sync-period`. Objects are counted a chunk at a time as they are
+//! read ([`usage`]), never held all at once.
 //! The status is written with a compare-and-swap update of `/status` (the resource
 //! version read); a conflict requeues the quota.
 
 mod replenish;
 mod sources;
+mod usage;
 
 use crate::context::Context;
 use anyhow::Context as _;
 use k8s_openapi::api::core::v1::ResourceQuota;
 use kube::api::{Api, PostParams};
-use kyb_quota::GroupResource;
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::informer::ObjectKey;
-use serde_json::Value;
 use sources::Sources;
-use std::collections::HashMap;
 use std::sync::Arc;
+use usage::Usage;
 
 pub const NAME: &str = "resourcequota-controller";
 
@@ -72,21 +72,14 @@ impl Reconciler for QuotaReconciler {
             return Ok(Action::Done);
         };
         let json = serde_json::to_value(quota.as_ref()).context("encoding the quota")?;
-        let mut objects: HashMap<GroupResource, Vec<Value>> = HashMap::new();
+        // The namespace's objects are counted a chunk at a time as they are read.
+        let mut usage = Usage::new(&json, self.ctx.now());
         for gr in kyb_quota::affected_resources(&json) {
-            let listed = self.sources.objects(&key.namespace, &gr).await?;
-            objects.insert(gr, listed);
+            self.sources
+                .visit(&key.namespace, &gr, |objects| usage.add(&gr, objects))
+                .await?;
         }
-        let used = kyb_quota::recalculate_at(
-            &json,
-            |group, resource| {
-                objects
-                    .get(&GroupResource::new(group, resource))
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[])
-            },
-            self.ctx.now(),
-        );
+        let used = usage.used();
         let status = kyb_quota::status(&json, &used);
         if !kyb_quota::status_changed(&json, &status) {
             return Ok(Action::Done);

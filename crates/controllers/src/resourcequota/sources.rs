@@ -9,6 +9,10 @@
 //! status is not complete yet (admission charges the others). Any other `count/<resource>.<group>` is
 //! counted by a metadata-only list through the API at each sync (found by discovery);
 //! those counts come down at the next full resync.
+//!
+//! Informed objects are handed to the counting as JSON a chunk of [`CHUNK`] at a time,
+//! read one by one from the informer: counting a namespace of thousands of pods holds a
+//! few dozen of them at once, not thousands.
 
 use super::replenish;
 use crate::clock::Clock;
@@ -25,6 +29,9 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+/// How many informed objects are held as JSON at once while counting.
+pub const CHUNK: usize = 32;
 
 /// The kinds read from informers, by their core-group resource name.
 const INFORMED: &[&str] = &[
@@ -262,31 +269,45 @@ impl Sources {
         }
     }
 
-    /// The objects of (group, resource) in `namespace`, as JSON for the evaluators.
-    pub async fn objects(
+    /// Hands the objects of (group, resource) in `namespace` to `count`, as JSON for
+    /// the evaluators, in chunks (of at most [`CHUNK`] for informed kinds).
+    pub async fn visit<F>(
         self: &Arc<Self>,
         namespace: &str,
         gr: &GroupResource,
-    ) -> anyhow::Result<Vec<Value>> {
+        count: F,
+    ) -> anyhow::Result<()>
+    where
+        F: FnMut(&[Value]) + Send,
+    {
         if gr.group.is_empty()
             && let Some(kind) = INFORMED.iter().find(|k| **k == gr.resource)
         {
             self.watch(kind);
-            return Ok(match *kind {
-                "pods" => from_informer(&self.pods, namespace).await,
-                "services" => from_informer(&self.informers.get::<Service>(), namespace).await,
+            match *kind {
+                "pods" => from_informer(&self.pods, namespace, count).await,
+                "services" => {
+                    from_informer(&self.informers.get::<Service>(), namespace, count).await
+                }
                 "persistentvolumeclaims" => {
-                    from_informer(&self.informers.get::<PersistentVolumeClaim>(), namespace).await
+                    let informer = self.informers.get::<PersistentVolumeClaim>();
+                    from_informer(&informer, namespace, count).await
                 }
-                "configmaps" => from_informer(&self.informers.get::<ConfigMap>(), namespace).await,
-                "secrets" => from_informer(&self.informers.get::<Secret>(), namespace).await,
+                "configmaps" => {
+                    from_informer(&self.informers.get::<ConfigMap>(), namespace, count).await
+                }
+                "secrets" => from_informer(&self.informers.get::<Secret>(), namespace, count).await,
                 "replicationcontrollers" => {
-                    from_informer(&self.informers.get::<ReplicationController>(), namespace).await
+                    let informer = self.informers.get::<ReplicationController>();
+                    from_informer(&informer, namespace, count).await
                 }
-                _ => from_informer(&self.quotas, namespace).await,
-            });
+                _ => from_informer(&self.quotas, namespace, count).await,
+            }
+            return Ok(());
         }
-        self.listed(namespace, gr).await
+        let mut count = count;
+        count(&self.listed(namespace, gr).await?);
+        Ok(())
     }
 
     /// Counts any other resource by a metadata-only list (only names are kept: the
@@ -340,17 +361,27 @@ impl Sources {
     }
 }
 
-/// An informer's objects of one namespace as JSON, once it has its first list.
-async fn from_informer<K: Informable + serde::Serialize>(
-    informer: &Informer<K>,
-    namespace: &str,
-) -> Vec<Value> {
+/// Hands an informer's objects of one namespace to `count` as JSON, [`CHUNK`] at a time
+/// (objects are read one at a time), once the informer has its first list.
+async fn from_informer<K, F>(informer: &Informer<K>, namespace: &str, mut count: F)
+where
+    K: Informable + serde::Serialize,
+    F: FnMut(&[Value]) + Send,
+{
     informer.wait_synced().await;
-    informer
-        .list_namespace(namespace)
-        .iter()
-        .filter_map(|o| serde_json::to_value(o.as_ref()).ok())
-        .collect()
+    let mut chunk: Vec<Value> = Vec::with_capacity(CHUNK);
+    informer.visit_namespace(namespace, |object| {
+        if let Ok(json) = serde_json::to_value(object.as_ref()) {
+            chunk.push(json);
+        }
+        if chunk.len() >= CHUNK {
+            count(&chunk);
+            chunk.clear();
+        }
+    });
+    if !chunk.is_empty() {
+        count(&chunk);
+    }
 }
 
 #[cfg(test)]

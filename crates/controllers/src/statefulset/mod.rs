@@ -21,6 +21,9 @@
 //!   observedGeneration, collisionCount) and deletes revisions beyond
 //!   `revisionHistoryLimit`.
 //!
+//! Pods are read one at a time (by the controller-UID and orphans indexes) and kept as
+//! [`pods::Member`]s; only the few to adopt or release are held whole.
+//!
 //! Events are Kubernetes': `SuccessfulCreate` "create Pod web-0 in StatefulSet web
 //! successful", "create Claim www-web-0 Pod web-0 in StatefulSet web success",
 //! `SuccessfulDelete` "delete Pod web-1 in StatefulSet web successful", and `FailedCreate`
@@ -29,9 +32,8 @@
 mod pods;
 
 use crate::context::Context;
-use crate::history::{self, History, POD_REVISION_LABEL};
-use crate::ownership::{self, Claim, controller_of, controller_reference};
-use crate::pod_readiness as readiness;
+use crate::history::{self, History};
+use crate::ownership::{self, Claim, ORPHANS, controller_of, controller_reference};
 use crate::selector;
 use anyhow::Context as _;
 use k8s_openapi::api::apps::v1::{
@@ -43,6 +45,7 @@ use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Change, Informer, ObjectKey};
 use kyb_runtime::queue::WorkQueue;
+use pods::Member;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,6 +71,9 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let revisions = ctx.informers.get::<ControllerRevision>();
     pods.add_index(CONTROLLER_UID_INDEX, |p: &Pod| {
         crate::ownership::controller_uid(&p.metadata)
+    });
+    pods.add_index(ORPHANS, |p: &Pod| {
+        crate::ownership::orphan_namespace(&p.metadata)
     });
     let reconciler = Arc::new(StatefulSetReconciler {
         client: ctx.client_for(NAME).await?,
@@ -201,9 +207,11 @@ impl Sync<'_> {
         self.spec.min_ready_seconds.unwrap_or(0)
     }
 
-    fn healthy(&self, pod: &Pod) -> bool {
-        readiness::is_running_and_ready(pod)
-            && readiness::is_available(pod, self.min_ready_seconds(), self.r.ctx.now())
+    fn healthy(&self, pod: &Member) -> bool {
+        pod.lifecycle.is_running_and_ready()
+            && pod
+                .lifecycle
+                .is_available(self.min_ready_seconds(), self.r.ctx.now())
     }
 
     async fn run(&self) -> anyhow::Result<Action> {
@@ -213,10 +221,7 @@ impl Sync<'_> {
         // Status from what the informer holds now (our writes show up in later passes).
         let pods = self.owned_pods();
         self.update_status(&pods, &revisions).await?;
-        let mut live: HashSet<String> = pods
-            .iter()
-            .filter_map(|p| p.metadata.labels.as_ref()?.get(POD_REVISION_LABEL).cloned())
-            .collect();
+        let mut live: HashSet<String> = pods.iter().filter_map(|p| p.revision.clone()).collect();
         live.insert(revisions.current.metadata.name.clone().unwrap_or_default());
         live.insert(revisions.update.metadata.name.clone().unwrap_or_default());
         History::new(self.r.client.clone(), self.namespace())
@@ -229,50 +234,48 @@ impl Sync<'_> {
         Ok(requeue)
     }
 
-    fn owned_pods(&self) -> Vec<Arc<Pod>> {
+    /// The pods the set controls (named as its pods), read one at a time and reduced.
+    fn owned_pods(&self) -> Vec<Member> {
+        let mut owned = vec![];
         self.r
             .pods
-            .by_index(CONTROLLER_UID_INDEX, self.uid())
-            .into_iter()
-            .filter(|p| {
-                pods::ordinal_of(self.name(), p.metadata.name.as_deref().unwrap_or_default())
-                    .is_some()
-            })
-            .collect()
+            .visit_index(CONTROLLER_UID_INDEX, self.uid(), |p| {
+                owned.extend(Member::of(self.name(), &p));
+            });
+        owned
     }
 
-    /// The set's pods: owned ones still selected, plus adopted orphans.
-    async fn claim_pods(&self) -> anyhow::Result<Vec<Arc<Pod>>> {
+    /// The set's pods: owned ones still selected, plus adopted orphans. Pods are read one
+    /// at a time; only the few to adopt or release are kept whole.
+    async fn claim_pods(&self) -> anyhow::Result<Vec<Member>> {
         let mut result = vec![];
-        let reference = controller_reference(self.set);
-        let candidates = self
-            .r
-            .pods
-            .by_index(CONTROLLER_UID_INDEX, self.uid())
-            .into_iter()
-            .chain(
-                self.r
-                    .pods
-                    .list_namespace(self.namespace())
-                    .into_iter()
-                    .filter(|p| controller_of(&p.metadata).is_none()),
-            );
-        for pod in candidates {
+        let mut to_change: Vec<(Arc<Pod>, Claim)> = vec![];
+        let mut sort = |pod: Arc<Pod>| {
             let name = pod.metadata.name.as_deref().unwrap_or_default();
             let selected = selector::matches(&self.spec.selector, pod.metadata.labels.as_ref())
                 && pods::ordinal_of(self.name(), name).is_some();
             match ownership::claim(self.uid(), &pod.metadata, selected) {
-                Claim::Owned => result.push(pod),
-                Claim::Adopt => {
-                    match ownership::adopt(&self.pods_api, &pod.metadata, &reference).await {
-                        Ok(adopted) => result.push(Arc::new(adopted)),
-                        Err(error) => tracing::debug!(%error, pod = name, "adopting"),
-                    }
-                }
-                Claim::Release => {
-                    let _ = ownership::release(&self.pods_api, &pod.metadata, self.uid()).await;
-                }
+                Claim::Owned => result.extend(Member::of(self.name(), &pod)),
+                claim @ (Claim::Adopt | Claim::Release) => to_change.push((pod, claim)),
                 Claim::Ignore => {}
+            }
+        };
+        self.r
+            .pods
+            .visit_index(CONTROLLER_UID_INDEX, self.uid(), &mut sort);
+        self.r
+            .pods
+            .visit_index(ORPHANS, self.namespace(), &mut sort);
+        let reference = controller_reference(self.set);
+        for (pod, claim) in to_change {
+            let name = pod.metadata.name.as_deref().unwrap_or_default();
+            if claim == Claim::Adopt {
+                match ownership::adopt(&self.pods_api, &pod.metadata, &reference).await {
+                    Ok(adopted) => result.extend(Member::of(self.name(), &adopted)),
+                    Err(error) => tracing::debug!(%error, pod = name, "adopting"),
+                }
+            } else {
+                let _ = ownership::release(&self.pods_api, &pod.metadata, self.uid()).await;
             }
         }
         Ok(result)
@@ -309,7 +312,7 @@ impl Sync<'_> {
     }
 
     /// Creates, recreates and deletes pods; returns when to look again.
-    async fn manage(&self, pods: &[Arc<Pod>], revisions: &Revisions) -> anyhow::Result<Action> {
+    async fn manage(&self, pods: &[Member], revisions: &Revisions) -> anyhow::Result<Action> {
         let replicas = self.spec.replicas.unwrap_or(1).max(0);
         let start = self
             .spec
@@ -320,26 +323,21 @@ impl Sync<'_> {
             .max(0);
         let end = start + replicas;
         let monotonic = self.spec.pod_management_policy.as_deref() != Some("Parallel");
-        let mut wanted: BTreeMap<i32, Arc<Pod>> = BTreeMap::new();
-        let mut condemned: Vec<(i32, Arc<Pod>)> = vec![];
+        let mut wanted: BTreeMap<i32, &Member> = BTreeMap::new();
+        let mut condemned: Vec<(i32, &Member)> = vec![];
         for pod in pods {
-            let Some(ordinal) = pods::ordinal_of(
-                self.name(),
-                pod.metadata.name.as_deref().unwrap_or_default(),
-            ) else {
-                continue;
-            };
+            let ordinal = pod.ordinal;
             if (start..end).contains(&ordinal) {
-                wanted.insert(ordinal, pod.clone());
+                wanted.insert(ordinal, pod);
             } else {
-                condemned.push((ordinal, pod.clone()));
+                condemned.push((ordinal, pod));
             }
         }
         condemned.sort_by_key(|c| std::cmp::Reverse(c.0));
         let now = self.r.ctx.now();
         let requeue: Option<Duration> = wanted
             .values()
-            .filter_map(|pod| readiness::until_available(pod, self.min_ready_seconds(), now))
+            .filter_map(|pod| pod.lifecycle.until_available(self.min_ready_seconds(), now))
             .filter(|wait| !wait.is_zero())
             .min()
             .map(|wait| wait + Duration::from_secs(1));
@@ -358,9 +356,9 @@ impl Sync<'_> {
                 }
                 continue;
             };
-            if readiness::is_failed(pod) || readiness::is_succeeded(pod) {
-                if !readiness::is_terminating(pod) {
-                    let name = pod.metadata.name.as_deref().unwrap_or_default();
+            if pod.lifecycle.is_failed() || pod.lifecycle.is_succeeded() {
+                if !pod.lifecycle.is_terminating() {
+                    let name = &pod.name;
                     self.r.recorder.warning(
                         self.set,
                         "RecreatingTerminatedPod",
@@ -379,7 +377,7 @@ impl Sync<'_> {
                 continue;
             }
             self.ensure_claims(ordinal).await?;
-            if readiness::is_terminating(pod) || !self.healthy(pod) {
+            if pod.lifecycle.is_terminating() || !self.healthy(pod) {
                 unhealthy = true;
                 if monotonic {
                     return done(requeue);
@@ -396,7 +394,7 @@ impl Sync<'_> {
 
         // Pods beyond the range, from the highest ordinal.
         for (_, pod) in &condemned {
-            if readiness::is_terminating(pod) {
+            if pod.lifecycle.is_terminating() {
                 if monotonic {
                     return done(requeue);
                 }
@@ -431,7 +429,7 @@ impl Sync<'_> {
             let Some(pod) = wanted.get(&ordinal) else {
                 return done(requeue);
             };
-            if revision_of(pod) != Some(update_name) && !readiness::is_terminating(pod) {
+            if pod.revision.as_deref() != Some(update_name) && !pod.lifecycle.is_terminating() {
                 self.delete_pod(pod).await?;
                 return done(requeue);
             }
@@ -513,8 +511,8 @@ impl Sync<'_> {
         }
     }
 
-    async fn delete_pod(&self, pod: &Pod) -> anyhow::Result<()> {
-        let name = pod.metadata.name.as_deref().unwrap_or_default();
+    async fn delete_pod(&self, pod: &Member) -> anyhow::Result<()> {
+        let name = pod.name.as_str();
         match self.pods_api.delete(name, &DeleteParams::default()).await {
             Ok(_) => {
                 self.r.recorder.normal(
@@ -633,22 +631,17 @@ impl Sync<'_> {
     }
 
     /// Under `whenScaled: Delete`, makes a condemned pod own its claims so they go with it.
-    async fn release_claims_to_pod(&self, pod: &Pod) -> anyhow::Result<()> {
+    async fn release_claims_to_pod(&self, pod: &Member) -> anyhow::Result<()> {
         let (_, when_scaled) = self.retention();
-        let Some(ordinal) = pods::ordinal_of(
-            self.name(),
-            pod.metadata.name.as_deref().unwrap_or_default(),
-        ) else {
-            return Ok(());
-        };
+        let ordinal = pod.ordinal;
         if !when_scaled {
             return Ok(());
         }
         let pod_ref = k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
             api_version: "v1".into(),
             kind: "Pod".into(),
-            name: pod.metadata.name.clone().unwrap_or_default(),
-            uid: pod.metadata.uid.clone().unwrap_or_default(),
+            name: pod.name.clone(),
+            uid: pod.uid.clone(),
             controller: None,
             block_owner_deletion: None,
         };
@@ -674,7 +667,7 @@ impl Sync<'_> {
         Ok(())
     }
 
-    async fn update_status(&self, pods: &[Arc<Pod>], revisions: &Revisions) -> anyhow::Result<()> {
+    async fn update_status(&self, pods: &[Member], revisions: &Revisions) -> anyhow::Result<()> {
         let now = self.r.ctx.now();
         let current_name = revisions.current.metadata.name.clone().unwrap_or_default();
         let update_name = revisions.update.metadata.name.clone().unwrap_or_default();
@@ -690,14 +683,14 @@ impl Sync<'_> {
         let (mut current, mut updated, mut ready, mut available) = (0, 0, 0, 0);
         for pod in pods {
             status.replicas += 1;
-            if readiness::is_running_and_ready(pod) {
+            if pod.lifecycle.is_running_and_ready() {
                 ready += 1;
-                if readiness::is_available(pod, self.min_ready_seconds(), now) {
+                if pod.lifecycle.is_available(self.min_ready_seconds(), now) {
                     available += 1;
                 }
             }
-            if !readiness::is_terminating(pod) {
-                let revision = revision_of(pod);
+            if !pod.lifecycle.is_terminating() {
+                let revision = pod.revision.as_deref();
                 if revision == Some(current_name.as_str()) {
                     current += 1;
                 }
@@ -743,15 +736,6 @@ impl Sync<'_> {
             Err(error) => Err(error).context("updating the status"),
         }
     }
-}
-
-/// The revision (hash label) a pod was made from.
-fn revision_of(pod: &Pod) -> Option<&str> {
-    pod.metadata
-        .labels
-        .as_ref()?
-        .get(POD_REVISION_LABEL)
-        .map(String::as_str)
 }
 
 /// What an API error says (its Status message), as Kubernetes' events quote it.

@@ -1,9 +1,11 @@
 //! A StatefulSet's pods and claims by ordinal: names (`<set>-<ordinal>`,
 //! `<claim>-<set>-<ordinal>`), identity labels, hostname and subdomain, and the claims'
-//! volumes, as Kubernetes' stateful pod control builds them.
+//! volumes, as Kubernetes' stateful pod control builds them; and [`Member`], what a sync
+//! keeps of each pod of the set (pods are read one at a time and reduced at once).
 
 use crate::history::POD_REVISION_LABEL;
 use crate::ownership::controller_reference;
+use crate::pod_readiness::Lifecycle;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{
     PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, PodTemplateSpec, Volume,
@@ -23,6 +25,36 @@ pub fn ordinal_of(set_name: &str, pod_name: &str) -> Option<i32> {
         return None;
     }
     rest.parse().ok()
+}
+
+/// What a sync keeps of one pod of the set.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Member {
+    pub name: String,
+    pub uid: String,
+    pub ordinal: i32,
+    pub lifecycle: Lifecycle,
+    /// The revision it was made from (its `controller-revision-hash` label).
+    pub revision: Option<String>,
+}
+
+impl Member {
+    /// `pod` reduced, if it is named as a pod of the set `set_name`.
+    pub fn of(set_name: &str, pod: &Pod) -> Option<Member> {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        Some(Member {
+            ordinal: ordinal_of(set_name, &name)?,
+            name,
+            uid: pod.metadata.uid.clone().unwrap_or_default(),
+            lifecycle: Lifecycle::of(pod),
+            revision: pod
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(POD_REVISION_LABEL))
+                .cloned(),
+        })
+    }
 }
 
 pub fn pod_name(set_name: &str, ordinal: i32) -> String {
@@ -143,6 +175,24 @@ mod tests {
         assert_eq!(ordinal_of("web", "web-01"), None);
         assert_eq!(ordinal_of("web", "webs-1"), None);
         assert_eq!(ordinal_of("web", "web-"), None);
+    }
+
+    #[test]
+    fn members_are_the_pods_named_for_the_set() {
+        let pod = |name: &str| -> Pod {
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "uid": "p1",
+                             "labels": {POD_REVISION_LABEL: "web-abc"}},
+                "status": {"phase": "Failed"},
+            }))
+            .unwrap()
+        };
+        let member = Member::of("web", &pod("web-3")).unwrap();
+        assert_eq!(member.ordinal, 3);
+        assert_eq!((member.name.as_str(), member.uid.as_str()), ("web-3", "p1"));
+        assert_eq!(member.revision.as_deref(), Some("web-abc"));
+        assert!(member.lifecycle.is_failed());
+        assert!(Member::of("web", &pod("other-3")).is_none());
     }
 
     #[test]
