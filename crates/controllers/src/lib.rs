@@ -31,6 +31,7 @@ pub mod nodeipam;
 pub mod nodelifecycle;
 pub mod options;
 pub mod ownership;
+pub mod pod_creation;
 pub mod pod_readiness;
 pub mod podautoscaler;
 pub mod quantity;

@@ -568,19 +568,19 @@ impl Sync<'_> {
             rest = later;
             let results = futures::future::join_all(now.iter().map(|node| {
                 let pod = self.new_pod(node, hash);
-                async move { self.pods_api.create(&PostParams::default(), &pod).await }
+                async move {
+                    crate::pod_creation::create(&self.r.client, self.key.namespace.as_str(), &pod)
+                        .await
+                }
             }))
             .await;
             let mut failed = false;
             for result in results {
                 match result {
-                    Ok(pod) => self.r.recorder.normal(
+                    Ok(name) => self.r.recorder.normal(
                         self.set,
                         "SuccessfulCreate",
-                        format!(
-                            "Created pod: {}",
-                            pod.metadata.name.as_deref().unwrap_or_default()
-                        ),
+                        format!("Created pod: {name}"),
                     ),
                     Err(error) => {
                         failed = true;

@@ -387,7 +387,6 @@ impl JobReconciler {
             return Ok(0);
         }
         let namespace = job.metadata.namespace.clone().unwrap_or_default();
-        let api = self.api_pods(&namespace);
         self.expect(uid, count as i64, 0);
         let mut created = 0;
         let mut batch = 1usize;
@@ -396,14 +395,13 @@ impl JobReconciler {
             let size = batch.min(count - created);
             let results = futures::future::join_all((created..created + size).map(|i| {
                 let pod = pods::from_template(job, indexes.get(i).copied());
-                let api = api.clone();
-                async move { api.create(&PostParams::default(), &pod).await }
+                let namespace = namespace.clone();
+                async move { crate::pod_creation::create(&self.client, &namespace, &pod).await }
             }))
             .await;
             for result in results {
                 match result {
-                    Ok(pod) => {
-                        let name = pod.metadata.name.unwrap_or_default();
+                    Ok(name) => {
                         self.recorder.normal(
                             job,
                             "SuccessfulCreate",

@@ -371,22 +371,21 @@ impl<K: ReplicaOwner> Replicas<K> {
             &pods::name_prefix(&key.name),
             ownership::controller_reference(owner.as_ref()),
         );
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &key.namespace);
-        let params = PostParams::default();
         self.expectations
             .expect_creations(key, count, self.ctx.now());
         let mut remaining = count;
         let mut batch = 1usize;
         while remaining > 0 {
             let size = batch.min(remaining);
-            let results =
-                futures::future::join_all((0..size).map(|_| api.create(&params, &pod))).await;
+            let results = futures::future::join_all(
+                (0..size).map(|_| crate::pod_creation::create(&self.client, &key.namespace, &pod)),
+            )
+            .await;
             remaining -= size;
             let mut first_error = None;
             for result in results {
                 match result {
-                    Ok(created) => {
-                        let name = created.metadata.name.unwrap_or_default();
+                    Ok(name) => {
                         self.recorder.normal(
                             owner.as_ref(),
                             "SuccessfulCreate",
