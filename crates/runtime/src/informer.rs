@@ -96,61 +96,7 @@ impl<K: Send + Sync + 'static> Stowage<K> for Arc<K> {
     }
 }
 
-/// A compact form for the kind a cluster has most of: its JSON, parsed again on every read.
-///
-/// A typed Pod costs about 13 KB in memory (k8s-openapi's structs are large: a `Container`
-/// is 2 KB and a `Volume` 3 KB before any string), its JSON about 1.6 KB once trimmed
-/// ([`trim_pod`]); reading one back costs about 7 µs. With 10,000 pods that is the
-/// difference between 130 MB and 16 MB for the controller manager.
-#[derive(Clone)]
-pub struct Compact(Arc<[u8]>);
-
-impl<K: serde::Serialize + DeserializeOwned + Send + Sync + 'static> Stowage<K> for Compact {
-    fn stow(object: &Arc<K>) -> Self {
-        match serde_json::to_vec(&**object) {
-            Ok(bytes) => Compact(bytes.into()),
-            Err(error) => {
-                // Not expected for API types; the object is then unreadable, not wrong.
-                tracing::error!(%error, "an object could not be stored compactly");
-                Compact(Arc::from(Vec::new()))
-            }
-        }
-    }
-
-    fn unstow(&self) -> Option<Arc<K>> {
-        match serde_json::from_slice(&self.0) {
-            Ok(object) => Some(Arc::new(object)),
-            Err(error) => {
-                tracing::error!(%error, "a compactly stored object could not be read back");
-                None
-            }
-        }
-    }
-}
-
-/// What no controller reads of a cached pod, dropped as it arrives: volumes other than
-/// claims (`persistentVolumeClaim`, `ephemeral`) and every container's volume mounts.
-/// The admission-injected service-account token volume alone is a third of a pod's JSON.
-pub fn trim_pod(pod: &mut k8s_openapi::api::core::v1::Pod) {
-    let Some(spec) = pod.spec.as_mut() else {
-        return;
-    };
-    if let Some(volumes) = spec.volumes.as_mut() {
-        volumes.retain(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some());
-        if volumes.is_empty() {
-            spec.volumes = None;
-        }
-    }
-    for container in spec.containers.iter_mut() {
-        container.volume_mounts = None;
-    }
-    for container in spec.init_containers.iter_mut().flatten() {
-        container.volume_mounts = None;
-    }
-    for container in spec.ephemeral_containers.iter_mut().flatten() {
-        container.volume_mounts = None;
-    }
-}
+pub use crate::compact::{Compact, trim_pod};
 
 /// Kinds read with [`Slim`]: managed fields skipped while parsing.
 macro_rules! slim_informable {

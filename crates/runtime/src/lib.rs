@@ -5,13 +5,16 @@
 //! - [`queue`]: rate-limited, deduplicating work queues ([`queue::WorkQueue`]).
 //! - [`controller`]: the reconcile loop over a queue ([`controller::Reconciler`],
 //!   [`controller::Controller`]).
-//! - [`client`]: the API client with a client-side rate limit and retries.
+//! - [`client`]: the API client with a client-side rate limit, a cap on requests in
+//!   flight, and retries.
 //! - [`leader`]: leader election through a Lease.
 //! - [`events`]: Events as `kubectl describe` shows them ([`events::Recorder`]).
 //! - [`metrics`] and [`serve`]: Prometheus metrics on `/metrics`.
 //! - [`slim`]: objects read without `managedFields`.
+//! - [`compact`]: pods kept trimmed and compressed in informers ([`compact::Compact`]).
 
 pub mod client;
+pub mod compact;
 pub mod controller;
 pub mod events;
 pub mod informer;
