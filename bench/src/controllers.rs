@@ -36,6 +36,65 @@ struct Seen {
     deleted: HashSet<String>,
 }
 
+/// Creates each node's Lease in `kube-node-lease` and renews them every 10 s, as the
+/// kubelets the benchmark plays would: without that the node lifecycle controller would
+/// find the nodes unreachable after its 40 s grace period and start marking every pod not
+/// ready in the middle of the measurements.
+async fn renew_leases(
+    port: u16,
+    nodes: Vec<String>,
+) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
+    let mut sender = connect(port).await?;
+    let lease = |node: &str| {
+        json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": node, "namespace": "kube-node-lease"},
+            "spec": {"holderIdentity": node, "leaseDurationSeconds": 40,
+                "renewTime": now_micro()},
+        })
+    };
+    for node in &nodes {
+        let (code, body) = request(
+            &mut sender,
+            "POST",
+            "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+            lease(node).to_string().into(),
+        )
+        .await?;
+        anyhow::ensure!(
+            code == 201,
+            "lease of {node}: {code} {}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+    Ok(tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            for node in &nodes {
+                let patch = json!({"spec": {"renewTime": now_micro()}});
+                let (code, _) = crate::http::request_as(
+                    &mut sender,
+                    "PATCH",
+                    &format!(
+                        "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}"
+                    ),
+                    "application/merge-patch+json",
+                    patch.to_string().into(),
+                )
+                .await?;
+                anyhow::ensure!(code == 200, "renewing the lease of {node}: {code}");
+            }
+        }
+    }))
+}
+
+/// The time now as a Kubernetes MicroTime.
+fn now_micro() -> String {
+    k8s_openapi::jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%S.%6fZ")
+        .to_string()
+}
+
 /// Watches the namespace's pods from `from`: records creations and bindings, and queues
 /// bound pods without an IP for the status writers.
 fn watch_pods(
@@ -226,6 +285,7 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
     let report = runtime.block_on(async {
         setup_namespace(port).await?;
         create_nodes(port, 0..nodes, "node").await?;
+        let _heartbeats = renew_leases(port, (0..nodes).map(|i| format!("node-{i}")).collect()).await?;
         let mut admin = connect(port).await?;
         let from = revision(&mut admin).await?;
         let seen = Arc::new(Mutex::new(Seen::default()));
