@@ -3,6 +3,7 @@
 //! Kubernetes' `ControllerRefManager` does — adopt matching orphans, release owned objects
 //! that no longer match, ignore objects another controller owns.
 
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Api, Patch, PatchParams};
 use serde::de::DeserializeOwned;
@@ -138,6 +139,54 @@ pub fn orphan_namespace(
     } else {
         vec![]
     }
+}
+
+/// An owner's pods, claimed as Kubernetes' `ClaimPods` does and read one at a time: the
+/// pods it controls (the [`CONTROLLER_UID`] index) and its namespace's orphans
+/// ([`ORPHANS`]). Each owned pod still `selected` goes to `keep` (parsed once, then
+/// dropped: a sync of thousands of pods never holds thousands of whole pods); selected
+/// orphans are adopted (unless the owner is being deleted) and go to `keep` as adopted;
+/// owned pods no longer selected are released. Only the few pods to adopt or release are
+/// held whole. A pod gone meanwhile is skipped; other failures are errors.
+pub async fn claim_pods(
+    pods: &kyb_runtime::informer::Informer<Pod>,
+    api: &Api<Pod>,
+    owner: &ObjectMeta,
+    reference: &OwnerReference,
+    selected: impl Fn(&Pod) -> bool,
+    mut keep: impl FnMut(&Pod),
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let uid = owner.uid.as_deref().unwrap_or_default();
+    let namespace = owner.namespace.as_deref().unwrap_or_default();
+    let deleting = owner.deletion_timestamp.is_some();
+    let mut to_change = vec![];
+    let mut sort = |pod: std::sync::Arc<Pod>| match claim(uid, &pod.metadata, selected(&pod)) {
+        Claim::Owned => keep(&pod),
+        Claim::Adopt if !deleting => to_change.push((pod, Claim::Adopt)),
+        Claim::Release => to_change.push((pod, Claim::Release)),
+        Claim::Adopt | Claim::Ignore => {}
+    };
+    pods.visit_index(CONTROLLER_UID, uid, &mut sort);
+    pods.visit_index(ORPHANS, namespace, &mut sort);
+    let gone = |e: &kube::Error| matches!(e, kube::Error::Api(s) if s.code == 404);
+    for (pod, claimed) in to_change {
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        if matches!(claimed, Claim::Adopt) {
+            match adopt(api, &pod.metadata, reference).await {
+                Ok(adopted) => keep(&adopted),
+                Err(e) if gone(&e) => {}
+                Err(e) => return Err(e).with_context(|| format!("adopting pod {name}")),
+            }
+        } else {
+            match release(api, &pod.metadata, uid).await {
+                Ok(_) => {}
+                Err(e) if gone(&e) => {}
+                Err(e) => return Err(e).with_context(|| format!("releasing pod {name}")),
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

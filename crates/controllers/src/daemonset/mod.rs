@@ -32,7 +32,7 @@ mod pods;
 
 use crate::context::Context;
 use crate::history::{self, HASH_LABEL, History, POD_REVISION_LABEL};
-use crate::ownership::{self, Claim, ORPHANS, controller_of, controller_reference};
+use crate::ownership::{self, ORPHANS, controller_of, controller_reference};
 use crate::selector;
 use anyhow::Context as _;
 use expectations::Expectations;
@@ -231,10 +231,6 @@ impl Sync<'_> {
         self.set.metadata.namespace.as_deref().unwrap_or_default()
     }
 
-    fn uid(&self) -> &str {
-        self.set.metadata.uid.as_deref().unwrap_or_default()
-    }
-
     fn min_ready_seconds(&self) -> i32 {
         self.spec.min_ready_seconds.unwrap_or(0)
     }
@@ -319,32 +315,15 @@ impl Sync<'_> {
     /// release are kept whole.
     async fn claim_pods(&self) -> anyhow::Result<Vec<Member>> {
         let mut result = vec![];
-        let mut to_change: Vec<(Arc<Pod>, Claim)> = vec![];
-        let mut sort = |pod: Arc<Pod>| {
-            let selected = selector::matches(&self.spec.selector, pod.metadata.labels.as_ref());
-            match ownership::claim(self.uid(), &pod.metadata, selected) {
-                Claim::Owned => result.push(Member::of(&pod)),
-                claim @ (Claim::Adopt | Claim::Release) => to_change.push((pod, claim)),
-                Claim::Ignore => {}
-            }
-        };
-        self.r
-            .pods
-            .visit_index(CONTROLLER_UID_INDEX, self.uid(), &mut sort);
-        self.r
-            .pods
-            .visit_index(ORPHANS, self.namespace(), &mut sort);
-        let reference = controller_reference(self.set);
-        for (pod, claim) in to_change {
-            if claim == Claim::Adopt {
-                match ownership::adopt(&self.pods_api, &pod.metadata, &reference).await {
-                    Ok(adopted) => result.push(Member::of(&adopted)),
-                    Err(error) => tracing::debug!(%error, "adopting a daemon pod"),
-                }
-            } else {
-                let _ = ownership::release(&self.pods_api, &pod.metadata, self.uid()).await;
-            }
-        }
+        ownership::claim_pods(
+            &self.r.pods,
+            &self.pods_api,
+            &self.set.metadata,
+            &controller_reference(self.set),
+            |pod| selector::matches(&self.spec.selector, pod.metadata.labels.as_ref()),
+            |pod| result.push(Member::of(pod)),
+        )
+        .await?;
         Ok(result)
     }
 

@@ -20,7 +20,7 @@ pub mod kind;
 pub mod pods;
 
 use crate::context::Context;
-use crate::ownership::{self, Claim};
+use crate::ownership;
 use anyhow::Context as _;
 use expectations::Expectations;
 use k8s_openapi::api::apps::v1::ReplicaSet;
@@ -277,58 +277,29 @@ impl<K: ReplicaOwner> Replicas<K> {
     /// once, so a sync of thousands of replicas never holds thousands of whole pods.
     async fn claim(&self, owner: &Arc<K>) -> anyhow::Result<Vec<pods::Member>> {
         let meta = owner.meta();
-        let uid = meta.uid.clone().unwrap_or_default();
-        let namespace = meta.namespace.clone().unwrap_or_default();
         let template_labels = owner
             .template()
             .and_then(|t| t.metadata.as_ref())
             .and_then(|m| m.labels.clone())
             .unwrap_or_default();
+        let api: Api<Pod> = Api::namespaced(
+            self.client.clone(),
+            meta.namespace.as_deref().unwrap_or_default(),
+        );
         let mut active = vec![];
-        // Pods to adopt or release: orphans and pods that stopped matching (few).
-        let mut to_change: Vec<(Arc<Pod>, Claim)> = vec![];
-        let mut sort = |pod: Arc<Pod>| {
-            let selected = owner.selects(pod.metadata.labels.as_ref());
-            match ownership::claim(&uid, &pod.metadata, selected) {
-                Claim::Owned => {
-                    if pods::is_active(&pod) {
-                        active.push(pods::Member::of(&pod, &template_labels));
-                    }
+        ownership::claim_pods(
+            &self.pods,
+            &api,
+            meta,
+            &ownership::controller_reference(owner.as_ref()),
+            |pod| owner.selects(pod.metadata.labels.as_ref()),
+            |pod| {
+                if pods::is_active(pod) {
+                    active.push(pods::Member::of(pod, &template_labels));
                 }
-                Claim::Adopt if meta.deletion_timestamp.is_none() => {
-                    to_change.push((pod, Claim::Adopt));
-                }
-                Claim::Release => to_change.push((pod, Claim::Release)),
-                Claim::Adopt | Claim::Ignore => {}
-            }
-        };
-        self.pods.visit_index(CONTROLLER_UID, &uid, &mut sort);
-        self.pods.visit_index(ORPHANS, &namespace, &mut sort);
-        if to_change.is_empty() {
-            return Ok(active);
-        }
-        let api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
-        let reference = ownership::controller_reference(owner.as_ref());
-        for (pod, claim) in to_change {
-            let name = pod.metadata.name.as_deref().unwrap_or_default();
-            if matches!(claim, Claim::Adopt) {
-                match ownership::adopt(&api, &pod.metadata, &reference).await {
-                    Ok(adopted) => {
-                        if pods::is_active(&adopted) {
-                            active.push(pods::Member::of(&adopted, &template_labels));
-                        }
-                    }
-                    Err(e) if is_not_found(&e) => {}
-                    Err(e) => return Err(e).with_context(|| format!("adopting pod {name}")),
-                }
-            } else {
-                match ownership::release(&api, &pod.metadata, &uid).await {
-                    Ok(_) => {}
-                    Err(e) if is_not_found(&e) => {}
-                    Err(e) => return Err(e).with_context(|| format!("releasing pod {name}")),
-                }
-            }
-        }
+            },
+        )
+        .await?;
         Ok(active)
     }
 

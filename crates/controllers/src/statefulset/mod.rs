@@ -33,7 +33,7 @@ mod pods;
 
 use crate::context::Context;
 use crate::history::{self, History};
-use crate::ownership::{self, Claim, ORPHANS, controller_of, controller_reference};
+use crate::ownership::{self, ORPHANS, controller_of, controller_reference};
 use crate::selector;
 use anyhow::Context as _;
 use k8s_openapi::api::apps::v1::{
@@ -249,35 +249,19 @@ impl Sync<'_> {
     /// at a time; only the few to adopt or release are kept whole.
     async fn claim_pods(&self) -> anyhow::Result<Vec<Member>> {
         let mut result = vec![];
-        let mut to_change: Vec<(Arc<Pod>, Claim)> = vec![];
-        let mut sort = |pod: Arc<Pod>| {
-            let name = pod.metadata.name.as_deref().unwrap_or_default();
-            let selected = selector::matches(&self.spec.selector, pod.metadata.labels.as_ref())
-                && pods::ordinal_of(self.name(), name).is_some();
-            match ownership::claim(self.uid(), &pod.metadata, selected) {
-                Claim::Owned => result.extend(Member::of(self.name(), &pod)),
-                claim @ (Claim::Adopt | Claim::Release) => to_change.push((pod, claim)),
-                Claim::Ignore => {}
-            }
-        };
-        self.r
-            .pods
-            .visit_index(CONTROLLER_UID_INDEX, self.uid(), &mut sort);
-        self.r
-            .pods
-            .visit_index(ORPHANS, self.namespace(), &mut sort);
-        let reference = controller_reference(self.set);
-        for (pod, claim) in to_change {
-            let name = pod.metadata.name.as_deref().unwrap_or_default();
-            if claim == Claim::Adopt {
-                match ownership::adopt(&self.pods_api, &pod.metadata, &reference).await {
-                    Ok(adopted) => result.extend(Member::of(self.name(), &adopted)),
-                    Err(error) => tracing::debug!(%error, pod = name, "adopting"),
-                }
-            } else {
-                let _ = ownership::release(&self.pods_api, &pod.metadata, self.uid()).await;
-            }
-        }
+        ownership::claim_pods(
+            &self.r.pods,
+            &self.pods_api,
+            &self.set.metadata,
+            &controller_reference(self.set),
+            |pod| {
+                let name = pod.metadata.name.as_deref().unwrap_or_default();
+                selector::matches(&self.spec.selector, pod.metadata.labels.as_ref())
+                    && pods::ordinal_of(self.name(), name).is_some()
+            },
+            |pod| result.extend(Member::of(self.name(), pod)),
+        )
+        .await?;
         Ok(result)
     }
 
