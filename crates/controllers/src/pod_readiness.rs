@@ -147,6 +147,19 @@ pub fn is_succeeded(pod: &Pod) -> bool {
     phase(pod) == Phase::Succeeded
 }
 
+/// A pod's containers that run for its whole life: its containers and its sidecars
+/// (init containers with `restartPolicy: Always`).
+pub fn lasting_containers(
+    spec: &k8s_openapi::api::core::v1::PodSpec,
+) -> impl Iterator<Item = &k8s_openapi::api::core::v1::Container> {
+    let sidecars = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    spec.containers.iter().chain(sidecars)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

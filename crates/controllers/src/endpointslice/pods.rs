@@ -268,14 +268,7 @@ pub fn target_port(pod: &Pod, port: &ServicePort) -> Option<i32> {
         Some(IntOrString::String(name)) => {
             let protocol = port.protocol.as_deref().unwrap_or("TCP");
             let spec = pod.spec.as_ref()?;
-            let sidecars = spec
-                .init_containers
-                .iter()
-                .flatten()
-                .filter(|c| c.restart_policy.as_deref() == Some("Always"));
-            spec.containers
-                .iter()
-                .chain(sidecars)
+            crate::pod_readiness::lasting_containers(spec)
                 .flat_map(|c| c.ports.iter().flatten())
                 .find(|p| {
                     p.name.as_deref() == Some(name.as_str())

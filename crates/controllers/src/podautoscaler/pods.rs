@@ -62,14 +62,7 @@ impl Member {
                     .map_or(Timestamp::UNIX_EPOCH, |t| t.0),
             });
         let containers = pod.spec.as_ref().map(|spec| {
-            let sidecars = spec
-                .init_containers
-                .iter()
-                .flatten()
-                .filter(|c| c.restart_policy.as_deref() == Some("Always"));
-            spec.containers
-                .iter()
-                .chain(sidecars)
+            crate::pod_readiness::lasting_containers(spec)
                 .map(|c| Requests {
                     container: c.name.clone(),
                     requests: c
