@@ -511,7 +511,7 @@ fn minute_name(cron: &str, clock: &kyb_controllers::clock::FakeClock) -> String 
 
 #[tokio::test]
 async fn cronjobs_run_on_schedule_forbid_and_replace() {
-    let (_cluster, client, _kubelet, clock) = start_cron().await;
+    let (cluster, client, _kubelet, clock) = start_cron().await;
     let cronjobs: Api<CronJob> = Api::namespaced(client.clone(), "default");
     let jobs: Api<Job> = Api::namespaced(client.clone(), "default");
     cronjobs
@@ -562,6 +562,18 @@ async fn cronjobs_run_on_schedule_forbid_and_replace() {
     })
     .await;
     assert_eq!(job_names(&jobs, "tick").await, std::slice::from_ref(&first));
+    let described = cluster.kubectl_ok(&["describe", "cronjob", "tick"]);
+    let events = described.split("Events:").nth(1).unwrap_or_default();
+    let has = |reason: &str, message: &str| {
+        events
+            .lines()
+            .any(|l| l.contains(reason) && l.contains(message))
+    };
+    assert!(
+        has("SuccessfulCreate", &format!("Created job {first}"))
+            && has("JobAlreadyActive", "concurrency policy is Forbid"),
+        "{described}"
+    );
 
     // Replace: the running job gives way to the new one.
     let replace = json!({"spec": {"concurrencyPolicy": "Replace"}});
