@@ -2,6 +2,7 @@
 //! rely on: `kyb server --data-dir DIR --bind-address IP --port N [--etcd-endpoints URL,…]`.
 
 use clap::{Args, Parser, Subcommand};
+use kyb_controllers::options::parse_duration;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -197,39 +198,6 @@ pub struct ControllerManagerArgs {
 
     #[command(flatten)]
     pub controllers: ControllerArgs,
-}
-
-/// A Go-style duration: `40s`, `5m`, `1h30m`, `500ms` (a bare number is seconds).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    if let Ok(seconds) = text.parse::<f64>() {
-        return Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string());
-    }
-    let mut total = 0f64;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| format!("missing unit in duration {text:?}"))?;
-        let number: f64 = rest[..digits]
-            .parse()
-            .map_err(|_| format!("invalid duration {text:?}"))?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            unit => return Err(format!("unknown unit {unit:?} in duration {text:?}")),
-        };
-        total += number * scale;
-        rest = &rest[unit_len..];
-    }
-    Duration::try_from_secs_f64(total).map_err(|e| e.to_string())
 }
 
 #[derive(Debug, Args)]

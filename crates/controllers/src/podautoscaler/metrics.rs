@@ -64,33 +64,6 @@ fn api_error(error: &kube::Error) -> String {
     }
 }
 
-/// A Go duration string as metrics servers write `window` (`30s`, `1m0.5s`, `15.2s`).
-fn parse_window(text: &str) -> Duration {
-    let mut total = 0f64;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let number: f64 = rest[..digits].parse().unwrap_or(0.0);
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => 1.0,
-        };
-        total += number * scale;
-        rest = &rest[unit_len..];
-    }
-    Duration::try_from_secs_f64(total).unwrap_or_default()
-}
-
 /// A `PodMetrics` object's sample.
 pub fn pod_usage(object: &DynamicObject) -> PodUsage {
     let data = &object.data;
@@ -102,7 +75,7 @@ pub fn pod_usage(object: &DynamicObject) -> PodUsage {
     let window = data
         .get("window")
         .and_then(|w| w.as_str())
-        .map(parse_window)
+        .map(|w| crate::options::parse_duration(w).unwrap_or_default())
         .unwrap_or_default();
     let mut containers = BTreeMap::new();
     for container in data
