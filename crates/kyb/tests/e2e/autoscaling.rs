@@ -5,9 +5,10 @@
 
 use crate::cluster::Cluster;
 use crate::kubelet::{FakeKubelet, admin_client};
+use crate::poll::{events_of, wait_for};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{Event, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::api::{Api, ListParams, PostParams};
 use kyb_controllers::clock::FakeClock;
 use kyb_controllers::podautoscaler::metrics::{MetricsSource, PodUsage};
@@ -17,44 +18,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::{Duration, Instant};
-
-const WAIT: Duration = Duration::from_secs(60);
-
-async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
+use std::time::Duration;
 
 async fn default_account(client: &kube::Client) {
     let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), "default");
     let account: ServiceAccount =
         serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap();
     let _ = accounts.create(&PostParams::default(), &account).await;
-}
-
-/// (reason, message) of the events about `name`, oldest first.
-async fn events_of(client: &kube::Client, name: &str) -> Vec<(String, String)> {
-    let events: Api<Event> = Api::namespaced(client.clone(), "default");
-    events
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|e| e.involved_object.name.as_deref() == Some(name))
-        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
-        .collect()
 }
 
 /// (status, reason, message) of the HPA's condition `type_`.

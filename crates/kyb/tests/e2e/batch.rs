@@ -5,13 +5,13 @@
 
 use crate::cluster::Cluster;
 use crate::kubelet::{FakeKubelet, admin_client};
+use crate::poll::{events_of, wait_for};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{Event, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-const WAIT: Duration = Duration::from_secs(60);
 const SCHEDULED: &str = "batch.kubernetes.io/cronjob-scheduled-timestamp";
 
 fn job_manifest(name: &str, exit: Option<&str>, spec: Value) -> Job {
@@ -31,22 +31,6 @@ fn job_manifest(name: &str, exit: Option<&str>, spec: Value) -> Job {
         target.extend(extra);
     }
     serde_json::from_value(manifest).unwrap()
-}
-
-/// Polls `check` until it gives a value or the deadline passes.
-async fn wait_for<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 fn condition(job: &Job, type_: &str) -> Option<(String, String, String)> {
@@ -73,19 +57,6 @@ async fn wait_condition(jobs: &Api<Job>, name: &str, type_: &str) -> Job {
             .map(|_| job)
     })
     .await
-}
-
-async fn events_of(client: &kube::Client, name: &str) -> Vec<(String, String)> {
-    let events: Api<Event> = Api::namespaced(client.clone(), "default");
-    events
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter(|e| e.involved_object.name.as_deref() == Some(name))
-        .map(|e| (e.reason.unwrap_or_default(), e.message.unwrap_or_default()))
-        .collect()
 }
 
 /// Starts a cluster with a fake kubelet on one node and the `default` service account

@@ -3,21 +3,10 @@
 //! pods writes a bounded number of Events (similar ones combined, spam-filtered per object
 //! as client-go does).
 
-use crate::cluster::{Cluster, DEADLINE};
+use crate::cluster::Cluster;
 use crate::kubelet::{FakeKubelet, admin_client};
+use crate::poll::blocking_wait_for as wait;
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
-
-fn wait<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE * 2;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
 
 async fn cluster() -> (Cluster, FakeKubelet) {
     let cluster = Cluster::start();

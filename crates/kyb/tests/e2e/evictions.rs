@@ -7,27 +7,11 @@
 
 use crate::cluster::{Cluster, DEADLINE, Who};
 use crate::kubelet::{FakeKubelet, admin_client};
+use crate::poll::within;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::Api;
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
-
-/// Polls `probe` until it gives a value, failing after the deadline.
-async fn eventually<T, F, Fut>(what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(value) = probe().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 fn eviction_request(namespace: &str, pod: &str) -> String {
     let body = json!({
@@ -96,7 +80,7 @@ async fn concurrent_evictions_never_exceed_the_budget() {
         let status = budgets.get("web").await.ok()?.status?;
         (status.disruptions_allowed == 1 && status.current_healthy == 8).then_some(())
     };
-    eventually("the budget to allow one disruption", allows_one).await;
+    within("the budget to allow one disruption", DEADLINE, allows_one).await;
 
     // A dry run changes nothing.
     let victims = live_pods(&pods.list(&Default::default()).await.unwrap().items);
@@ -141,14 +125,14 @@ async fn concurrent_evictions_never_exceed_the_budget() {
         "{refusal}"
     );
     let gone = &victims[evicted[0]];
-    eventually("the evicted pod to go", || async {
+    within("the evicted pod to go", DEADLINE, || async {
         pods.get_opt(gone).await.unwrap().is_none().then_some(())
     })
     .await;
 
     // The ReplicaSet replaces it; once the replacement is ready and the controller has
     // updated the budget, another eviction is allowed.
-    eventually("the replacement and the budget", allows_one).await;
+    within("the replacement and the budget", DEADLINE, allows_one).await;
     let now = live_pods(&pods.list(&Default::default()).await.unwrap().items);
     let next = now.iter().find(|p| *p != gone).unwrap();
     let (code, body) = evict(&cluster, "default", next, "");

@@ -23,6 +23,7 @@ mod net_controllers;
 mod nodes;
 mod patch;
 mod policies;
+mod poll;
 mod quota_controller;
 mod scheduling;
 mod security;

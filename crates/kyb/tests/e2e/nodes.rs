@@ -6,29 +6,13 @@
 
 use crate::cluster::Cluster;
 use crate::kubelet::{FakeKubelet, admin_client};
+use crate::poll::within as eventually;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::Api;
 use kube::api::PostParams;
 use serde_json::json;
-use std::future::Future;
 use std::time::{Duration, Instant};
-
-/// Polls `probe` until it yields a value or `within` passes.
-async fn eventually<T, F, Fut>(what: &str, within: Duration, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(value) = probe().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
 
 fn taints(node: &Node) -> Vec<String> {
     node.spec

@@ -3,11 +3,11 @@
 
 use crate::cluster::Cluster;
 use crate::kubelet::{FakeKubelet, admin_client};
+use crate::poll::wait_for as until;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Event, PersistentVolumeClaim, Pod, ServiceAccount};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -27,22 +27,6 @@ async fn start(nodes: &[&str]) -> (Cluster, kube::Client, FakeKubelet) {
         Err(e) => panic!("creating the default service account: {e}"),
     }
     (cluster, client, kubelet)
-}
-
-/// Polls `check` until it gives `Some`, failing with `what` after [`WAIT`].
-async fn until<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 async fn pod_names(pods: &Api<Pod>, selector: &str) -> Vec<String> {

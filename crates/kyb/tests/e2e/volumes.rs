@@ -3,21 +3,7 @@
 //! with kubectl as an administrator would (`kubectl get pv,pvc`, `kubectl describe`).
 
 use crate::cluster::{Cluster, rows};
-use std::time::{Duration, Instant};
-
-const WAIT: Duration = Duration::from_secs(60);
-
-/// Polls `check` until it gives `Some`, failing with `what` after [`WAIT`].
-fn until<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
+use crate::poll::blocking_wait_for as until;
 
 /// A PersistentVolume manifest (hostPath, outside /tmp).
 fn pv(name: &str, size: &str, class: &str, policy: &str, extra: &str) -> String {
