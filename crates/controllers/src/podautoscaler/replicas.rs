@@ -107,6 +107,27 @@ impl Calculator {
         groups
     }
 
+    /// The pods grouped, and `metrics` left with only the samples that count (no ignored
+    /// or unready pods); an error when no pod or no sample is left to count.
+    fn counted(
+        &self,
+        pods: &[Member],
+        metrics: &mut PodMetrics,
+        resource: &str,
+    ) -> Result<Groups, String> {
+        if pods.is_empty() {
+            return Err("no pods returned by selector while calculating replica count".into());
+        }
+        let groups = self.group(pods, metrics, resource);
+        for pod in groups.ignored.iter().chain(&groups.unready) {
+            metrics.remove(pod);
+        }
+        if metrics.is_empty() {
+            return Err("did not receive metrics for targeted pods (pods might be unready)".into());
+        }
+        Ok(groups)
+    }
+
     /// The replicas for a utilization target (`targetUtilization`% of the request of
     /// `resource`, of `container` only if given).
     pub fn resource_replicas(
@@ -118,16 +139,7 @@ impl Calculator {
         pods: &[Member],
         mut metrics: PodMetrics,
     ) -> Result<Utilization, String> {
-        if pods.is_empty() {
-            return Err("no pods returned by selector while calculating replica count".into());
-        }
-        let groups = self.group(pods, &metrics, resource);
-        for pod in groups.ignored.iter().chain(&groups.unready) {
-            metrics.remove(pod);
-        }
-        if metrics.is_empty() {
-            return Err("did not receive metrics for targeted pods (pods might be unready)".into());
-        }
+        let groups = self.counted(pods, &mut metrics, resource)?;
         let requests = requests(pods, container, resource)?;
         let (ratio, utilization, raw) = utilization_ratio(&metrics, &requests, target_utilization)?;
         let result = |replicas| Utilization {
@@ -177,16 +189,7 @@ impl Calculator {
         pods: &[Member],
         mut metrics: PodMetrics,
     ) -> Result<(i32, i64), String> {
-        if pods.is_empty() {
-            return Err("no pods returned by selector while calculating replica count".into());
-        }
-        let groups = self.group(pods, &metrics, resource);
-        for pod in groups.ignored.iter().chain(&groups.unready) {
-            metrics.remove(pod);
-        }
-        if metrics.is_empty() {
-            return Err("did not receive metrics for targeted pods (pods might be unready)".into());
-        }
+        let groups = self.counted(pods, &mut metrics, resource)?;
         let (ratio, usage) = usage_ratio(&metrics, target);
         let scale_up_with_unready = !groups.unready.is_empty() && ratio > 1.0;
         if !scale_up_with_unready && groups.missing.is_empty() {
