@@ -7,8 +7,8 @@
 //! after `410 Gone`; a re-list is diffed against what the informer holds, so objects
 //! deleted while the watch was down are reported deleted. Objects are read without
 //! `metadata.managedFields` (see [`crate::slim`]) where the kind allows. Pods, the kind a
-//! cluster has most of, are kept trimmed and as compact JSON, parsed again on each read
-//! ([`Compact`], [`trim_pod`]); other kinds are kept parsed.
+//! cluster has most of, are kept trimmed and compressed, parsed again on each read
+//! ([`crate::compact`]); other kinds are kept parsed.
 //!
 //! [`SharedInformers`] hands out one informer per kind: every controller asking for pods
 //! shares the same watch and store.
@@ -96,7 +96,7 @@ impl<K: Send + Sync + 'static> Stowage<K> for Arc<K> {
     }
 }
 
-pub use crate::compact::{Compact, trim_pod};
+use crate::compact::{Compact, trim_pod};
 
 /// Kinds read with [`Slim`]: managed fields skipped while parsing.
 macro_rules! slim_informable {

@@ -3,7 +3,7 @@
 //!
 //! - **Aggregation.** Events about one object with the same type and reason but different
 //!   messages are "similar". From the tenth distinct message within ten minutes on, they
-//!   are written as one Event, "(combined from similar events): <latest message>", whose
+//!   are written as one Event, `(combined from similar events): <latest message>`, whose
 //!   count goes up.
 //! - **Spam filtering.** Each object gets a token bucket: 25 events at once, then one more
 //!   every five minutes. Events beyond that are dropped.

@@ -2,7 +2,7 @@
 //! `kubectl describe` and `kubectl get events` show): core/v1 Events with
 //! `source.component` set to the controller's name, `firstTimestamp`/`lastTimestamp`,
 //! repeats folded into one Event whose `count` goes up, similar events combined and an
-//! object's events rate-limited as client-go's correlator does ([`correlator`]).
+//! object's events rate-limited as client-go's correlator does (`correlator`).
 //!
 //! Recording never blocks a reconcile: events go through a bounded channel to a task that
 //! writes them, and are dropped (with a debug log) if that falls far behind.
