@@ -141,11 +141,7 @@ pub async fn run(
             }
         }
     };
-    let server = apiserver.server();
     apiserver.serve(ready, shutdown_signal()).await;
-    if let Some(auditor) = &server.auditor {
-        auditor.flush();
-    }
 
     tracing::info!("shutting down");
     compactor.abort();
