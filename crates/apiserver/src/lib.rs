@@ -24,7 +24,7 @@ mod negotiation;
 mod openapi;
 mod printers;
 mod protobuf;
-mod response;
+pub mod response;
 mod rest;
 mod router;
 mod routes;

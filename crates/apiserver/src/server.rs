@@ -112,12 +112,14 @@ pub struct ApiServer {
     auditor: Option<Arc<Auditor>>,
     config: Config,
     advertised: Advertised,
-    listener: TcpListener,
+    /// `None` for a server driven in process, through [`ApiServer::stack`] alone.
+    listener: Option<TcpListener>,
     tls: Arc<rustls::ServerConfig>,
 }
 
 impl ApiServer {
-    /// Binds the port, loads the watch cache and creates the default objects.
+    /// Binds the port and loads the watch cache; [`ApiServer::serve`] then creates the
+    /// default objects and serves.
     pub async fn start(
         store: Arc<dyn Store>,
         config: Config,
@@ -127,6 +129,18 @@ impl ApiServer {
         let listener = TcpListener::bind(address)
             .await
             .map_err(|source| StartError::Bind { address, source })?;
+        let mut server = Self::in_process(store, config, security).await?;
+        server.listener = Some(listener);
+        Ok(server)
+    }
+
+    /// A server with no port: its [`stack`](ApiServer::stack) is driven in process (tests),
+    /// after [`bootstrap`](ApiServer::bootstrap).
+    pub async fn in_process(
+        store: Arc<dyn Store>,
+        config: Config,
+        security: Security,
+    ) -> Result<Self, StartError> {
         let cache = WatchCache::start(store.clone()).await?;
         let authorizer = Arc::new(crate::auth::Authorizer {
             nodes: crate::auth::NodeAuthorizer::start(&cache),
@@ -157,13 +171,31 @@ impl ApiServer {
             auditor: security.auditor,
             config,
             advertised,
-            listener,
+            listener: None,
             tls: security.tls,
         })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.listener.local_addr()
+        match &self.listener {
+            Some(listener) => listener.local_addr(),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::NotConnected,
+                "the server has no port",
+            )),
+        }
+    }
+
+    /// Serves `group`/`resource`/`subresource` (`"", "pods", "exec"`) with `handler`, which
+    /// gets the request as it arrived: its body streamed, its connection upgradable.
+    pub fn connect(
+        &mut self,
+        group: &str,
+        resource: &str,
+        subresource: &str,
+        handler: Arc<dyn crate::router::Connect>,
+    ) {
+        Arc::make_mut(&mut self.connectors).register(group, resource, subresource, handler);
     }
 
     /// The handles resource requests are served with.
@@ -212,7 +244,7 @@ impl ApiServer {
         ready: impl FnOnce(SocketAddr) + Send,
         shutdown: impl std::future::Future<Output = ()>,
     ) {
-        let address = self.listener.local_addr().ok();
+        let address = self.local_addr().ok();
         let stack = self.stack();
         let bootstrap = async {
             self.bootstrap().await;
@@ -221,8 +253,14 @@ impl ApiServer {
             }
             std::future::pending::<()>().await
         };
+        let accept = async {
+            match &self.listener {
+                Some(listener) => kyb_serving::tls::serve(listener, self.tls.clone(), stack).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            () = kyb_serving::tls::serve(&self.listener, self.tls.clone(), stack) => {}
+            () = accept => {}
             () = bootstrap => {}
             () = shutdown => {}
         }

@@ -40,10 +40,17 @@ impl RequestInfo {
         }
     }
 
-    /// A watch, or another request held open for as long as the client wants (exempt from
-    /// the in-flight limit and request timeouts).
+    /// A watch, or another request held open for as long as the client wants — the
+    /// streaming subresources `exec`, `attach`, `portforward`, `proxy` and `log`, as
+    /// Kubernetes counts them (exempt from the in-flight limit and request timeouts).
     pub fn is_long_running(&self) -> bool {
-        self.resource().is_some_and(|r| r.verb == Verb::Watch)
+        self.resource().is_some_and(|r| {
+            r.verb == Verb::Watch
+                || matches!(
+                    r.subresource.as_deref(),
+                    Some("exec" | "attach" | "portforward" | "proxy" | "log")
+                )
+        })
     }
 }
 
