@@ -1,5 +1,6 @@
 //! Shared Kubernetes API helpers, used by the API server and by every component that talks
-//! to it: the registry of built-in resources, label and field selectors, the `Status` error
+//! to it: the resource registry (definitions, strategies, the live set the API server
+//! serves), label and field selectors, the `Status` error
 //! object, small accessors for objects in their JSON form, JSON values printed the way Go
 //! prints them in Kubernetes' messages (`gofmt`), and calendar-date arithmetic (`time`).
 
@@ -13,5 +14,5 @@ pub mod status;
 pub mod time;
 
 pub use operation::Operation;
-pub use registry::{ResourceDef, Subresource};
+pub use registry::{Resource, ResourceDef, Subresource};
 pub use status::Status;

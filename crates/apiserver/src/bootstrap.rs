@@ -7,7 +7,6 @@
 
 use crate::engine::Engine;
 use crate::rest;
-use kyb_api::registry;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -33,8 +32,10 @@ pub async fn run(engine: &Engine, advertised: &Advertised) {
 }
 
 async fn try_run(engine: &Engine, advertised: &Advertised) -> Result<(), kyb_api::Status> {
+    let registry = engine.registry.snapshot();
     let find = |group, version, plural| {
-        registry::find(group, version, plural)
+        registry
+            .find(group, version, plural)
             .ok_or_else(|| kyb_api::Status::internal(format!("{plural} is not registered")))
     };
     let namespaces = find("", "v1", "namespaces")?;
@@ -95,8 +96,10 @@ async fn try_run(engine: &Engine, advertised: &Advertised) -> Result<(), kyb_api
 /// does not exist.
 async fn policy(engine: &Engine) -> Result<(), kyb_api::Status> {
     const GROUP: &str = "rbac.authorization.k8s.io";
+    let registry = engine.registry.snapshot();
     let find = |plural| {
-        registry::find(GROUP, "v1", plural)
+        registry
+            .find(GROUP, "v1", plural)
             .ok_or_else(|| kyb_api::Status::internal(format!("{plural} is not registered")))
     };
     let mut cluster_roles = kyb_rbac::bootstrap::cluster_roles();
@@ -126,7 +129,8 @@ async fn policy(engine: &Engine) -> Result<(), kyb_api::Status> {
             writes.push(rest::ensure(engine, def, object, false));
         }
     }
-    let classes = registry::find("scheduling.k8s.io", "v1", "priorityclasses")
+    let classes = registry
+        .find("scheduling.k8s.io", "v1", "priorityclasses")
         .ok_or_else(|| kyb_api::Status::internal("priorityclasses is not registered"))?;
     for class in kyb_admission::priority::system_priority_classes() {
         writes.push(rest::ensure(engine, classes, class, false));

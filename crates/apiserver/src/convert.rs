@@ -1,4 +1,5 @@
-//! Conversion between the versions of resources stored once and served in several versions:
+//! Conversion between the versions of resources stored once and served in several versions
+//! (what the built-in strategies' `convert` does):
 //! core/v1 and events.k8s.io/v1 Events (stored as core/v1), and autoscaling/v2 and
 //! autoscaling/v1 HorizontalPodAutoscalers (stored as v2; what v1 cannot express travels
 //! in annotations, as Kubernetes does, so a v1 round trip loses nothing).
@@ -19,7 +20,14 @@ pub fn convert(from: &ResourceDef, to: &ResourceDef, value: Value) -> Result<Val
     let Value::Object(mut object) = value else {
         return Err(Status::bad_request("the object is not a JSON object"));
     };
-    match (from.group, from.version, to.group, to.version, to.kind) {
+    let pair = (
+        from.group.as_ref(),
+        from.version.as_ref(),
+        to.group.as_ref(),
+        to.version.as_ref(),
+        to.kind.as_ref(),
+    );
+    match pair {
         ("", "v1", "events.k8s.io", "v1", "Event") => rename(&mut object, CORE_TO_EVENTS),
         ("events.k8s.io", "v1", "", "v1", "Event") => rename(&mut object, EVENTS_TO_CORE),
         ("autoscaling", "v2", "autoscaling", "v1", _) => hpa_v2_to_v1(&mut object),
@@ -33,7 +41,7 @@ pub fn convert(from: &ResourceDef, to: &ResourceDef, value: Value) -> Result<Val
         }
     }
     object.insert("apiVersion".into(), to.api_version().into());
-    object.insert("kind".into(), to.kind.into());
+    object.insert("kind".into(), to.kind.as_ref().into());
     Ok(Value::Object(object))
 }
 
@@ -234,29 +242,18 @@ fn hpa_v1_to_v2(object: &mut Map<String, Value>) {
     object.insert("spec".into(), v2_spec);
 }
 
-/// The storage version's name of a field selector label given for another version.
-pub fn field_label(requested: &ResourceDef, field: &str) -> String {
-    if requested.group == "events.k8s.io" {
-        if let Some(rest) = field.strip_prefix("regarding.") {
-            return format!("involvedObject.{rest}");
-        }
-        if field == "reportingController" {
-            return "reportingComponent".into();
-        }
-    }
-    field.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kyb_api::registry::find_kind;
 
-    fn defs(
-        a: (&str, &str, &str),
-        b: (&str, &str, &str),
-    ) -> (&'static ResourceDef, &'static ResourceDef) {
-        match (find_kind(a.0, a.1, a.2), find_kind(b.0, b.1, b.2)) {
+    fn defs(a: (&str, &str, &str), b: (&str, &str, &str)) -> (ResourceDef, ResourceDef) {
+        let find = |(group, version, kind): (&str, &str, &str)| {
+            kyb_api::registry::BUILTIN
+                .iter()
+                .find(|d| d.group == group && d.version == version && d.kind == kind)
+                .cloned()
+        };
+        match (find(a), find(b)) {
             (Some(x), Some(y)) => (x, y),
             _ => panic!("registered"),
         }
@@ -266,7 +263,7 @@ mod tests {
     fn events_round_trip() {
         let (core, events) = defs(("", "v1", "Event"), ("events.k8s.io", "v1", "Event"));
         let event = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p"}, "message": "hi", "reason": "Started", "count": 2});
-        let converted = convert(core, events, event.clone()).ok();
+        let converted = convert(&core, &events, event.clone()).ok();
         assert_eq!(
             converted.as_ref().map(|e| (
                 &e["regarding"]["name"],
@@ -282,7 +279,7 @@ mod tests {
             ))
         );
         assert_eq!(
-            converted.and_then(|c| convert(events, core, c).ok()),
+            converted.and_then(|c| convert(&events, &core, c).ok()),
             Some(event)
         );
     }
@@ -301,7 +298,7 @@ mod tests {
                     {"type": "Resource", "resource": {"name": "memory", "target": {"type": "AverageValue", "averageValue": "100Mi"}}}
                 ]},
         });
-        let old = convert(v2, v1, hpa.clone()).ok();
+        let old = convert(&v2, &v1, hpa.clone()).ok();
         assert_eq!(
             old.as_ref()
                 .map(|h| h["spec"]["targetCPUUtilizationPercentage"].clone()),
@@ -311,6 +308,6 @@ mod tests {
             old.as_ref()
                 .is_some_and(|h| h["metadata"]["annotations"][METRICS].is_string())
         );
-        assert_eq!(old.and_then(|h| convert(v1, v2, h).ok()), Some(hpa));
+        assert_eq!(old.and_then(|h| convert(&v1, &v2, h).ok()), Some(hpa));
     }
 }

@@ -1,7 +1,9 @@
 //! API discovery: `/api`, `/apis`, `/apis/<group>`, the resource lists of each
-//! group-version, and the aggregated form (`apidiscovery.k8s.io`) kubectl asks for first.
+//! group-version, and the aggregated form (`apidiscovery.k8s.io`) kubectl asks for first —
+//! each answered from the registry snapshot the request sees, so discovery lists a
+//! resource from the moment it is added until it is removed.
 
-use kyb_api::registry::{self, BUILTIN};
+use kyb_api::registry::Snapshot;
 use kyb_api::{ResourceDef, Subresource};
 use serde_json::{Value, json};
 
@@ -27,8 +29,9 @@ fn group_versions(group: &str, versions: &[&str]) -> Value {
 }
 
 /// `/apis`: every named group.
-pub fn api_group_list() -> Value {
-    let groups: Vec<Value> = registry::groups()
+pub fn api_group_list(snapshot: &Snapshot) -> Value {
+    let groups: Vec<Value> = snapshot
+        .groups()
         .into_iter()
         .filter(|(g, _)| !g.is_empty())
         .map(|(g, versions)| group_versions(g, &versions))
@@ -37,8 +40,9 @@ pub fn api_group_list() -> Value {
 }
 
 /// `/apis/<group>`.
-pub fn api_group(group: &str) -> Option<Value> {
-    let (name, versions) = registry::groups()
+pub fn api_group(snapshot: &Snapshot, group: &str) -> Option<Value> {
+    let (name, versions) = snapshot
+        .groups()
         .into_iter()
         .find(|(g, _)| *g == group && !g.is_empty())?;
     let mut value = group_versions(name, &versions);
@@ -48,9 +52,9 @@ pub fn api_group(group: &str) -> Option<Value> {
 }
 
 /// `/api/v1`, `/apis/<group>/<version>`.
-pub fn resource_list(group: &str, version: &str) -> Option<Value> {
+pub fn resource_list(snapshot: &Snapshot, group: &str, version: &str) -> Option<Value> {
     let mut resources = Vec::new();
-    for def in registry::resources_of(group, version) {
+    for def in snapshot.resources_of(group, version) {
         let mut entry = json!({
             "name": def.plural,
             "singularName": def.singular,
@@ -65,7 +69,7 @@ pub fn resource_list(group: &str, version: &str) -> Option<Value> {
             entry["categories"] = json!(def.categories);
         }
         resources.push(entry);
-        for sub in def.subresources {
+        for sub in def.subresources.iter() {
             let (g, v, kind) = sub.gvk(def);
             let mut entry = json!({
                 "name": format!("{}/{}", def.plural, sub.name()),
@@ -131,18 +135,18 @@ fn discovery_resource(def: &ResourceDef) -> Value {
 
 /// The aggregated discovery document: the core group for `/api`, the named groups for
 /// `/apis`, in apidiscovery.k8s.io `version` (`v2` or `v2beta1`).
-pub fn aggregated(core: bool, version: &str) -> Value {
-    let items: Vec<Value> = registry::groups()
+pub fn aggregated(snapshot: &Snapshot, core: bool, version: &str) -> Value {
+    let items: Vec<Value> = snapshot
+        .groups()
         .into_iter()
         .filter(|(g, _)| g.is_empty() == core)
         .map(|(group, versions)| {
             let versions: Vec<Value> = versions
                 .iter()
                 .map(|v| {
-                    let resources: Vec<Value> = BUILTIN
-                        .iter()
-                        .filter(|r| r.group == group && r.version == *v)
-                        .map(discovery_resource)
+                    let resources: Vec<Value> = snapshot
+                        .resources_of(group, v)
+                        .map(|r| discovery_resource(r))
                         .collect();
                     json!({"version": v, "resources": resources, "freshness": "Current"})
                 })
@@ -162,15 +166,23 @@ pub fn aggregated(core: bool, version: &str) -> Value {
 mod tests {
     use super::*;
 
+    fn snapshot() -> std::sync::Arc<Snapshot> {
+        match crate::strategies::registry() {
+            Ok(registry) => registry.snapshot(),
+            Err(error) => panic!("the built-in registry: {error}"),
+        }
+    }
+
     #[test]
     fn core_resources_with_subresources() {
-        let Some(list) = resource_list("", "v1") else {
+        let snapshot = snapshot();
+        let Some(list) = resource_list(&snapshot, "", "v1") else {
             panic!("core v1 exists")
         };
         let resources = list["resources"].as_array().cloned().unwrap_or_default();
         let pods = resources.iter().find(|r| r["name"] == "pods");
         assert_eq!(pods.map(|p| p["shortNames"].clone()), Some(json!(["po"])));
-        let scale = resource_list("apps", "v1")
+        let scale = resource_list(&snapshot, "apps", "v1")
             .map(|l| l["resources"].clone())
             .unwrap_or_default();
         let scale = scale
@@ -180,22 +192,23 @@ mod tests {
             scale.map(|s| (s["group"].clone(), s["kind"].clone())),
             Some((json!("autoscaling"), json!("Scale")))
         );
-        assert!(resource_list("apps", "v9").is_none());
+        assert!(resource_list(&snapshot, "apps", "v9").is_none());
     }
 
     #[test]
     fn groups_and_aggregated() {
-        let groups = api_group_list();
+        let snapshot = snapshot();
+        let groups = api_group_list(&snapshot);
         let names: Vec<&str> = groups["groups"]
             .as_array()
             .map(|g| g.iter().filter_map(|g| g["name"].as_str()).collect())
             .unwrap_or_default();
         assert!(names.contains(&"apps") && !names.contains(&""));
         assert_eq!(
-            api_group("autoscaling").map(|g| g["preferredVersion"]["version"].clone()),
+            api_group(&snapshot, "autoscaling").map(|g| g["preferredVersion"]["version"].clone()),
             Some(json!("v2"))
         );
-        let core = aggregated(true, "v2");
+        let core = aggregated(&snapshot, true, "v2");
         assert_eq!(core["items"].as_array().map(Vec::len), Some(1));
         assert_eq!(
             core["items"][0]["versions"][0]["resources"][0]["scope"],

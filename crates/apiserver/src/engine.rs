@@ -1,6 +1,6 @@
 //! The engine: the narrow handles the REST engine, admission and the server's keepers work
-//! through — the watch cache (reads, watches, freshness), the store (compare-and-swap
-//! writes), the admission chain, the authorizer and authenticator (for reviews, token
+//! through — the resource registry (what is served, each kind's strategy), the watch
+//! cache (reads, watches, freshness), the store (compare-and-swap writes), the admission chain, the authorizer and authenticator (for reviews, token
 //! requests and escalation checks), service address allocation, and the server's own
 //! identity. Nothing here knows of connections, TLS, the filter stack, discovery or audit:
 //! those belong to the serving side (`server`, `filters`, `routes`).
@@ -9,6 +9,7 @@ use crate::admission;
 use crate::auth::{Authenticator, Authorizer, User};
 use crate::cache::WatchCache;
 use kyb_api::Status;
+use kyb_api::registry::Registry;
 use kyb_storage::Store;
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Weak};
@@ -22,6 +23,9 @@ const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
 pub struct Engine {
     /// This engine, for work that outlives the request that starts it.
     me: Weak<Engine>,
+    /// The resources served, each with its strategy; the cache, discovery and OpenAPI
+    /// follow it.
+    pub registry: Arc<Registry>,
     /// Reads and watches; consistent reads wait for it to catch up ([`Engine::fresh`]).
     pub cache: Arc<WatchCache>,
     /// Writes (compare-and-swap) and the reads the cache cannot answer (a paginated list's
@@ -56,6 +60,7 @@ impl ServiceRanges {
 
 /// The parts an [`Engine`] is made of.
 pub struct Parts {
+    pub registry: Arc<Registry>,
     pub cache: Arc<WatchCache>,
     pub store: Arc<dyn Store>,
     pub admission: admission::Chain,
@@ -68,6 +73,7 @@ impl Engine {
     pub fn new(parts: Parts) -> Arc<Engine> {
         Arc::new_cyclic(|me| Engine {
             me: me.clone(),
+            registry: parts.registry,
             cache: parts.cache,
             store: parts.store,
             admission: parts.admission,

@@ -1,7 +1,9 @@
 //! The Kubernetes API server.
 //!
-//! Serves the built-in resources of the Kubernetes 1.33 API over HTTP from the storage layer:
-//! a generic REST engine (`rest`) driven by the resource registry (`kyb_api::registry`),
+//! Serves the built-in resources of the Kubernetes 1.33 API over HTTP from the storage layer
+//! (and any resource added to its registry at run time): a generic REST engine (`rest`)
+//! driven by the resource registry (`kyb_api::registry`, each entry with its strategy from
+//! `strategies`),
 //! over TLS, with authentication and authorization (`auth`),
 //! reads and watches from an in-memory watch cache (`cache`), discovery, OpenAPI, Table
 //! output, and the default objects every cluster has (`bootstrap`). Start it with
@@ -22,13 +24,13 @@ pub mod kinds;
 mod names;
 mod negotiation;
 mod openapi;
-mod printers;
 mod protobuf;
 pub mod response;
 mod rest;
 mod router;
 mod routes;
 mod server;
+pub mod strategies;
 mod util;
 mod validation;
 

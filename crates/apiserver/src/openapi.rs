@@ -1,32 +1,59 @@
 //! `/openapi/v2` and `/openapi/v3`: the documents from `kyb-openapi`, built lazily from the
-//! resource registry and cached, with the hash-addressed caching kubectl relies on.
+//! resource registry and cached, with the hash-addressed caching kubectl relies on. When
+//! the registry changes, the next request gets documents of the new registry (new
+//! hashes and ETags, so clients that cached the old ones fetch again).
 
 use crate::response::{self, Response};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use kyb_api::Status;
-use kyb_api::registry::BUILTIN;
+use kyb_api::registry::{Registry, Snapshot};
 use kyb_openapi::{Document, Documents, ResourceSpec};
 use kyb_serving::Query;
+use std::sync::{Arc, Mutex};
 
-/// The documents for the built-in resources.
-pub fn documents() -> Documents {
-    let specs = BUILTIN
+/// The documents of a registry snapshot.
+pub fn documents(snapshot: &Snapshot) -> Documents {
+    let specs = snapshot
+        .resources()
         .iter()
-        .map(|def| ResourceSpec {
-            group: def.group.into(),
-            version: def.version.into(),
-            kind: def.kind.into(),
-            plural: def.plural.into(),
-            namespaced: def.namespaced,
-            verbs: def.verbs.iter().map(|v| v.to_string()).collect(),
-            subresources: def
-                .subresources
-                .iter()
-                .map(|s| s.name().to_string())
-                .collect(),
-        })
+        .map(|def| ResourceSpec::of(def))
         .collect();
     Documents::new(specs).with_server_version(crate::KUBERNETES_VERSION.2)
+}
+
+/// The documents of the registry as it is, replaced when it changes.
+pub struct Published {
+    registry: Arc<Registry>,
+    /// The generation the documents describe, and the documents (generated on demand).
+    current: Mutex<Option<(u64, Arc<Documents>)>>,
+}
+
+impl Published {
+    pub fn new(registry: Arc<Registry>) -> Published {
+        Published {
+            registry,
+            current: Mutex::new(None),
+        }
+    }
+
+    /// The documents of the current registry.
+    pub fn documents(&self) -> Arc<Documents> {
+        let snapshot = self.registry.snapshot();
+        let mut current = match self.current.lock() {
+            Ok(current) => current,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        match &*current {
+            Some((generation, documents)) if *generation == snapshot.generation() => {
+                documents.clone()
+            }
+            _ => {
+                let documents = Arc::new(documents(&snapshot));
+                *current = Some((snapshot.generation(), documents.clone()));
+                documents
+            }
+        }
+    }
 }
 
 /// Serves a document. Documents are built on first request (about 100 ms for a group,

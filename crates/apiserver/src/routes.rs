@@ -5,6 +5,7 @@ use crate::negotiation::{self, Output};
 use crate::response::{self, Response};
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use kyb_api::Status;
+use kyb_api::registry::{Registry, Snapshot};
 use kyb_serving::Query;
 use kyb_storage::Store;
 use serde_json::{Value, json};
@@ -18,7 +19,9 @@ pub const KUBERNETES_VERSION: (&str, &str, &str) = ("1", "33", "v1.33.0");
 pub struct Routes {
     /// `host:port` clients reach this server at (discovery's `serverAddressByClientCIDRs`).
     pub advertised: String,
-    pub openapi: Arc<kyb_openapi::Documents>,
+    /// What discovery lists.
+    pub registry: Arc<Registry>,
+    pub openapi: crate::openapi::Published,
     /// Asked by the health checks.
     pub store: Arc<dyn Store>,
     /// Set once the default objects exist.
@@ -52,24 +55,25 @@ async fn serve(
     let path = path.trim_end_matches('/');
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    let registry = || server.registry.snapshot();
     match parts.as_slice() {
-        [] => json_ok(&root()),
+        [] => json_ok(&root(&registry())),
         ["healthz" | "livez" | "readyz", rest @ ..] => health(server, parts[0], rest, query).await,
         ["version"] => json_ok(&version()),
         ["api"] => match negotiation::negotiate(accept, true) {
-            Ok(Output::Discovery(v)) => aggregated(true, v),
+            Ok(Output::Discovery(v)) => aggregated(&registry(), true, v),
             Ok(_) => json_ok(&discovery::api_versions(&server.advertised)),
             Err(status) => response::error(&status),
         },
         ["apis"] => match negotiation::negotiate(accept, true) {
-            Ok(Output::Discovery(v)) => aggregated(false, v),
-            Ok(_) => json_ok(&discovery::api_group_list()),
+            Ok(Output::Discovery(v)) => aggregated(&registry(), false, v),
+            Ok(_) => json_ok(&discovery::api_group_list(&registry())),
             Err(status) => response::error(&status),
         },
-        ["api", "v1"] => found(discovery::resource_list("", "v1")),
-        ["apis", group] => found(discovery::api_group(group)),
-        ["apis", group, version] => found(discovery::resource_list(group, version)),
-        ["openapi", ..] => crate::openapi::serve(&server.openapi, path, query, headers),
+        ["api", "v1"] => found(discovery::resource_list(&registry(), "", "v1")),
+        ["apis", group] => found(discovery::api_group(&registry(), group)),
+        ["apis", group, version] => found(discovery::resource_list(&registry(), group, version)),
+        ["openapi", ..] => crate::openapi::serve(&server.openapi.documents(), path, query, headers),
         _ => response::error(&Status::not_found_path()),
     }
 }
@@ -85,8 +89,8 @@ fn found(value: Option<Value>) -> Response {
     }
 }
 
-fn aggregated(core: bool, version: &str) -> Response {
-    let mut response = json_ok(&discovery::aggregated(core, version));
+fn aggregated(snapshot: &Snapshot, core: bool, version: &str) -> Response {
+    let mut response = json_ok(&discovery::aggregated(snapshot, core, version));
     let content_type =
         format!("application/json;g=apidiscovery.k8s.io;v={version};as=APIGroupDiscoveryList");
     if let Ok(value) = HeaderValue::from_str(&content_type) {
@@ -117,7 +121,7 @@ fn version() -> Value {
     })
 }
 
-fn root() -> Value {
+fn root(snapshot: &Snapshot) -> Value {
     let mut paths = vec![
         "/api".to_string(),
         "/api/v1".to_string(),
@@ -129,7 +133,7 @@ fn root() -> Value {
         "/openapi/v3".to_string(),
         "/version".to_string(),
     ];
-    for (group, versions) in kyb_api::registry::groups() {
+    for (group, versions) in snapshot.groups() {
         if group.is_empty() {
             continue;
         }

@@ -85,6 +85,8 @@ pub enum StartError {
     },
     #[error("loading the watch cache: {0}")]
     Cache(#[from] kyb_storage::Error),
+    #[error("building the resource registry: {0}")]
+    Registry(#[from] kyb_api::registry::RegistryError),
 }
 
 /// How the server proves who it is and learns who its clients are.
@@ -141,12 +143,14 @@ impl ApiServer {
         config: Config,
         security: Security,
     ) -> Result<Self, StartError> {
-        let cache = WatchCache::start(store.clone()).await?;
+        let registry = Arc::new(crate::strategies::registry()?);
+        let cache = WatchCache::start(store.clone(), registry.clone()).await?;
         let authorizer = Arc::new(crate::auth::Authorizer {
             nodes: crate::auth::NodeAuthorizer::start(&cache),
             rbac: crate::auth::Rbac::start(&cache),
         });
         let engine = Engine::new(engine::Parts {
+            registry: registry.clone(),
             cache,
             store: store.clone(),
             admission: security.admission,
@@ -160,7 +164,8 @@ impl ApiServer {
         };
         let routes = Arc::new(Routes {
             advertised: format!("{}:{}", advertised.address, advertised.port),
-            openapi: Arc::new(crate::openapi::documents()),
+            openapi: crate::openapi::Published::new(registry.clone()),
+            registry,
             store,
             ready: Arc::new(AtomicBool::new(false)),
         });
@@ -201,6 +206,13 @@ impl ApiServer {
     /// The handles resource requests are served with.
     pub fn engine(&self) -> Arc<Engine> {
         self.engine.clone()
+    }
+
+    /// The resources served: an entry added here (a definition with its strategy) is
+    /// served once the watch cache has loaded it, listed in discovery and described in
+    /// OpenAPI; a removed one stops being served.
+    pub fn registry(&self) -> Arc<kyb_api::registry::Registry> {
+        self.engine.registry.clone()
     }
 
     /// The request stack, from the request log down to the router (see the module doc).

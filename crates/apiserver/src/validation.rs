@@ -1,5 +1,5 @@
-//! The per-kind rules of built-in kinds, from `kyb-validation`: defaults, create- and
-//! update-time preparation, and validation. Failures become `422 Invalid` with one cause per
+//! The per-kind rules of built-in kinds, from `kyb-validation` (what the strategies in
+//! `strategies` call): defaults, create- and update-time preparation, and validation. Failures become `422 Invalid` with one cause per
 //! field, worded as Kubernetes words them.
 
 use kyb_api::{ResourceDef, Status, meta};
@@ -7,29 +7,19 @@ use kyb_validation::FieldError;
 use serde_json::{Value, json};
 
 pub fn default_object(def: &ResourceDef, object: &mut Value) {
-    kyb_validation::default_object(def.group, def.version, def.kind, object);
+    kyb_validation::default_object(&def.group, &def.version, &def.kind, object);
 }
 
 pub fn prepare_for_create(def: &ResourceDef, object: &mut Value) {
-    kyb_validation::prepare_for_create(def.group, def.version, def.kind, object);
+    kyb_validation::prepare_for_create(&def.group, &def.version, &def.kind, object);
 }
 
 pub fn prepare_for_update(def: &ResourceDef, new: &mut Value, old: &Value) {
-    if def.is_untyped()
-        && def.has_subresource(kyb_api::Subresource::Status)
-        && let Some(fields) = new.as_object_mut()
-    {
-        // As for custom resources with a status subresource: status only via /status.
-        match old.get("status") {
-            Some(status) => fields.insert("status".into(), status.clone()),
-            None => fields.remove("status"),
-        };
-    }
-    kyb_validation::prepare_for_update(def.group, def.version, def.kind, new, old);
+    kyb_validation::prepare_for_update(&def.group, &def.version, &def.kind, new, old);
 }
 
 pub fn prepare_for_status_update(def: &ResourceDef, new: &mut Value, old: &Value) {
-    kyb_validation::prepare_for_status_update(def.group, def.version, def.kind, new, old);
+    kyb_validation::prepare_for_status_update(&def.group, &def.version, &def.kind, new, old);
 }
 
 /// `422 Invalid` for a list of field errors (Ok when there are none).
@@ -55,23 +45,34 @@ pub fn check(group: &str, kind: &str, object: &Value, errors: &[FieldError]) -> 
 }
 
 pub fn validate_create(def: &ResourceDef, object: &Value) -> Result<(), Status> {
-    let mut errors =
-        kyb_validation::validate_create(def.group, def.version, def.kind, def.namespaced, object);
+    let mut errors = kyb_validation::validate_create(
+        &def.group,
+        &def.version,
+        &def.kind,
+        def.namespaced,
+        object,
+    );
     errors.extend(cel_errors(def, object));
-    check(def.group, def.kind, object, &errors)
+    check(&def.group, &def.kind, object, &errors)
 }
 
 pub fn validate_update(def: &ResourceDef, new: &Value, old: &Value) -> Result<(), Status> {
-    let mut errors =
-        kyb_validation::validate_update(def.group, def.version, def.kind, def.namespaced, new, old);
+    let mut errors = kyb_validation::validate_update(
+        &def.group,
+        &def.version,
+        &def.kind,
+        def.namespaced,
+        new,
+        old,
+    );
     errors.extend(cel_errors(def, new));
-    check(def.group, def.kind, new, &errors)
+    check(&def.group, &def.kind, new, &errors)
 }
 
 /// CEL expressions that do not compile, in admission policies and webhook match
 /// conditions (`kyb-validation` checks the rest of these kinds).
 fn cel_errors(def: &ResourceDef, object: &Value) -> Vec<FieldError> {
-    let found = match (def.group, def.kind) {
+    let found = match (def.group.as_ref(), def.kind.as_ref()) {
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
             kyb_cel::check_policy(&object["spec"])
         }
@@ -120,14 +121,14 @@ fn value_at<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
 
 pub fn validate_status_update(def: &ResourceDef, new: &Value, old: &Value) -> Result<(), Status> {
     let errors = kyb_validation::validate_status_update(
-        def.group,
-        def.version,
-        def.kind,
+        &def.group,
+        &def.version,
+        &def.kind,
         def.namespaced,
         new,
         old,
     );
-    check(def.group, def.kind, new, &errors)
+    check(&def.group, &def.kind, new, &errors)
 }
 
 pub fn validate_namespace_finalize(new: &Value, old: &Value) -> Result<(), Status> {

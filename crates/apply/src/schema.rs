@@ -11,7 +11,7 @@
 use kyb_openapi::{ListType, MapType, PatchStrategy};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::{OnceLock, RwLock};
+use std::sync::OnceLock;
 
 /// The definition name of `ObjectMeta`.
 pub(crate) const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
@@ -172,37 +172,25 @@ impl<'t> Resolved<'t> {
     }
 }
 
-fn cache() -> &'static RwLock<HashMap<String, &'static Definition>> {
-    static CACHE: OnceLock<RwLock<HashMap<String, &'static Definition>>> = OnceLock::new();
-    CACHE.get_or_init(|| RwLock::new(HashMap::new()))
+/// Every definition `kyb-openapi` knows, resolved once (the set is the built-in API's:
+/// fixed), keyed by the names its references use.
+fn table() -> &'static HashMap<&'static str, Definition> {
+    static TABLE: OnceLock<HashMap<&'static str, Definition>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        kyb_openapi::definitions()
+            .map(|(name, schema)| (name, build(name, schema)))
+            .collect()
+    })
 }
 
-/// The resolved definition `name`, built on first use. Only names `kyb-openapi` knows
-/// are cached, so the cache is bounded by the built-in API.
+/// The resolved definition `name`, `None` for names `kyb-openapi` does not know (kinds
+/// without a type: custom resources).
 pub(crate) fn lookup(name: &str) -> Option<&'static Definition> {
-    if let Ok(map) = cache().read()
-        && let Some(def) = map.get(name)
-    {
-        return Some(def);
-    }
-    let schema = kyb_openapi::definition(name)?;
-    let built = build(name, schema);
-    let mut map = match cache().write() {
-        Ok(map) => map,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    if let Some(def) = map.get(name) {
-        return Some(def);
-    }
-    // Leaked once per built-in definition: the set is fixed and small.
-    let def: &'static Definition = Box::leak(Box::new(built));
-    map.insert(name.to_owned(), def);
-    Some(def)
+    table().get(name)
 }
 
-fn build(name: &str, schema: &'static Value) -> Definition {
+fn build(name: &'static str, schema: &'static Value) -> Definition {
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-        let static_name = static_name(name, schema);
         let atomic = kyb_openapi::struct_map_type(name) == Some(MapType::Atomic);
         let fields = props
             .iter()
@@ -212,7 +200,7 @@ fn build(name: &str, schema: &'static Value) -> Definition {
             })
             .collect();
         return Definition::Struct(Struct {
-            name: static_name,
+            name,
             atomic,
             fields,
         });
@@ -224,12 +212,6 @@ fn build(name: &str, schema: &'static Value) -> Definition {
         Some(s) => Definition::Scalar(s),
         None => Definition::Deduced,
     }
-}
-
-/// A `'static` copy of a definition name: the one `kyb-openapi` hands out in references,
-/// found through a field that refers to it, else leaked once (bounded, built-ins only).
-fn static_name(name: &str, _schema: &'static Value) -> &'static str {
-    Box::leak(name.to_owned().into_boxed_str())
 }
 
 fn scalar_of(schema: &Value) -> Option<Scalar> {

@@ -92,8 +92,8 @@ pub(crate) fn resolve<'n>(
             continue;
         }
         let gr = GroupResource {
-            group: def.group,
-            resource: def.plural,
+            group: &def.group,
+            resource: &def.plural,
         };
         if let Some(rule) = lookup(gr) {
             routes.push((prefix, rule));

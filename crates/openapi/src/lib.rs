@@ -12,13 +12,13 @@
 //! semantics, which k8s-openapi does not carry.
 //!
 //! Entry points:
-//! - [`Documents`]: made once from the served [`ResourceSpec`]s; hands out each document
+//! - [`Documents`]: made from the served [`ResourceSpec`]s (each one
+//!   [`ResourceSpec::of`] a registry entry); hands out each document
 //!   as cached bytes with its hash, generating it on first use.
 //! - [`v2`], [`v3_index`], [`v3`]: the same documents as JSON values, uncached.
 //! - [`list_semantics`], [`struct_map_type`], [`field_type`]: the merge semantics table,
 //!   for strategic merge patch and server-side apply.
 
-mod builtin_resources;
 mod documents;
 mod operations;
 mod registry;
@@ -27,7 +27,6 @@ mod resource;
 mod schemas;
 mod semantics;
 
-pub use builtin_resources::builtin_resource_specs;
 pub use documents::{DEFAULT_SERVER_VERSION, Document, Documents};
 pub use resource::ResourceSpec;
 pub use semantics::{
@@ -38,6 +37,13 @@ pub use semantics::{
 /// form, with the merge-semantics extensions but without `x-kubernetes-group-version-kind`.
 pub fn definition(name: &str) -> Option<&'static serde_json::Value> {
     schemas::builtin().get(name)
+}
+
+/// Every built-in definition with its schema (as [`definition`] gives them), in name order.
+pub fn definitions() -> impl Iterator<Item = (&'static str, &'static serde_json::Value)> {
+    schemas::builtin()
+        .iter()
+        .map(|(name, schema)| (name.as_str(), schema))
 }
 
 /// The Swagger 2.0 document of `resources`.

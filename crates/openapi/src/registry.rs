@@ -1,6 +1,7 @@
 //! The built-in kinds this crate knows the Rust types (and so the schemas) of.
 //!
-//! Each entry ties a group/version/kind to its k8s-openapi type: its definition name
+//! Each entry ties a group/version/kind to its k8s-openapi type (the schemas; what is served,
+//! with which verbs, comes from the API server's registry): its definition name
 //! (`io.k8s.api.core.v1.Pod`) and a function that adds its schema, and the schemas of
 //! everything it references, to a schema generator.
 
@@ -16,7 +17,6 @@ pub(crate) struct BuiltinKind {
     pub(crate) group: &'static str,
     pub(crate) version: &'static str,
     pub(crate) kind: &'static str,
-    pub(crate) plural: &'static str,
     /// `None` for kinds only used through a subresource (Scale, Eviction, TokenRequest).
     pub(crate) namespaced: Option<bool>,
     pub(crate) schema_name: fn() -> Cow<'static, str>,
@@ -53,7 +53,6 @@ where
         group: T::GROUP,
         version: T::VERSION,
         kind: T::KIND,
-        plural: T::URL_PATH_SEGMENT,
         namespaced: <T::Scope as ScopeFlag>::NAMESPACED,
         schema_name: T::schema_name,
         generate: generate::<T>,
@@ -175,7 +174,6 @@ mod tests {
     #[test]
     fn scopes_and_names_come_from_the_types() {
         let pod = find("", "v1", "Pod").expect("pod");
-        assert_eq!(pod.plural, "pods");
         assert_eq!(pod.namespaced, Some(true));
         assert_eq!((pod.schema_name)(), "io.k8s.api.core.v1.Pod");
         let node = find("", "v1", "Node").expect("node");

@@ -1,4 +1,4 @@
-//! The served resources, as the API server describes them to this crate, and the names
+//! The served resources, as the API server's registry describes them to this crate, and the names
 //! derived from them (document paths, URL prefixes, operation-id and tag spellings).
 
 /// One served resource, as the API server registers it.
@@ -23,6 +23,23 @@ pub struct ResourceSpec {
 }
 
 impl ResourceSpec {
+    /// The spec of a registry entry: its names, scope, verbs and subresources.
+    pub fn of(def: &kyb_api::ResourceDef) -> ResourceSpec {
+        ResourceSpec {
+            group: def.group.to_string(),
+            version: def.version.to_string(),
+            kind: def.kind.to_string(),
+            plural: def.plural.to_string(),
+            namespaced: def.namespaced,
+            verbs: def.verbs.iter().map(|v| v.to_string()).collect(),
+            subresources: def
+                .subresources
+                .iter()
+                .map(|s| s.name().to_string())
+                .collect(),
+        }
+    }
+
     /// Whether the resource has `verb`.
     pub fn has_verb(&self, verb: &str) -> bool {
         self.verbs.iter().any(|v| v == verb)

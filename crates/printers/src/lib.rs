@@ -9,6 +9,8 @@
 //! so `kubectl get` prints identically. Kinds without a printer of their own get the generic
 //! table: Name and Created At.
 //!
+//! - [`printer`] — a kind's table layout, looked up once ([`Printer::columns`],
+//!   [`Printer::cells`]);
 //! - [`columns`] — the column definitions of a kind;
 //! - [`cells`] — one row's cells for an object, wide columns included (the client hides
 //!   them); `now` anchors the ages ("5m", "2d3h");
@@ -44,7 +46,7 @@ pub fn canonical_quantity(text: &str) -> String {
 }
 
 use jiff::Timestamp;
-use kinds::{Printer, admission, autoscaling, batch, certificates, cluster, config, events};
+use kinds::{admission, autoscaling, batch, certificates, cluster, config, events};
 use kinds::{generic, networking, pod, rbac, storage, workloads};
 use serde_json::Value;
 
@@ -64,8 +66,25 @@ pub struct Column {
     pub priority: i32,
 }
 
-/// The printer for a kind (`group` is `""` for the core group).
-fn printer(group: &str, kind: &str) -> &'static Printer {
+pub use kinds::Printer;
+
+impl Printer {
+    /// The column definitions.
+    pub fn columns(&self) -> &'static [Column] {
+        self.columns
+    }
+
+    /// The cells of one row, one per column, for an object (its JSON form, as served);
+    /// `now` is used for ages.
+    pub fn cells(&self, object: &Value, now: Timestamp) -> Vec<Value> {
+        (self.cells)(object, now)
+    }
+}
+
+/// The printer of a built-in kind (`group` is `""` for the core group): what the API
+/// server's strategy for the kind prints with. Kinds without a printer of their own get
+/// Kubernetes' default: Name, Created At.
+pub fn printer(group: &str, kind: &str) -> &'static Printer {
     match (group, kind) {
         ("", "Pod") => &pod::POD,
         ("", "PodTemplate") => &workloads::POD_TEMPLATE,

@@ -13,8 +13,8 @@ use std::time::Duration;
 
 fn refuse(attributes: &Attributes<'_>, object: Option<&Value>, denial: &Denial) -> Status {
     denial.status(
-        attributes.resource.group,
-        attributes.resource.plural,
+        &attributes.resource.group,
+        &attributes.resource.plural,
         kyb_admission::object_name(attributes.name, object),
     )
 }
@@ -25,8 +25,8 @@ fn applies(
 ) -> bool {
     applies(
         attributes.operation,
-        attributes.resource.group,
-        attributes.resource.plural,
+        &attributes.resource.group,
+        &attributes.resource.plural,
         attributes.subresource,
     )
 }
@@ -199,8 +199,8 @@ impl Plugin for NodeRestriction {
             user: &attributes.user.name,
             groups: &attributes.user.groups,
             operation: attributes.operation,
-            group: attributes.resource.group,
-            resource: attributes.resource.plural,
+            group: &attributes.resource.group,
+            resource: &attributes.resource.plural,
             subresource: attributes.subresource,
             namespace: attributes.namespace,
             name,

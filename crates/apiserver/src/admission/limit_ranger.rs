@@ -20,13 +20,13 @@ impl LimitRanger {
 
     fn refuse(attributes: &Attributes<'_>, error: &kyb_quota::LimitError) -> Status {
         Status::forbidden(error.forbidden_message(
-            attributes.resource.group,
-            attributes.resource.plural,
+            &attributes.resource.group,
+            &attributes.resource.plural,
             attributes.name,
         ))
         .with_details(
-            attributes.resource.group,
-            attributes.resource.plural,
+            &attributes.resource.group,
+            &attributes.resource.plural,
             attributes.name,
         )
     }
@@ -41,8 +41,8 @@ impl Plugin for LimitRanger {
     fn handles(&self, attributes: &Attributes<'_>) -> bool {
         kyb_quota::applies(
             attributes.operation,
-            attributes.resource.group,
-            attributes.resource.plural,
+            &attributes.resource.group,
+            &attributes.resource.plural,
             attributes.subresource,
         ) && !attributes
             .old_object

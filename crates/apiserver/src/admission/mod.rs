@@ -30,7 +30,7 @@ use crate::auth::User;
 use crate::engine::Engine;
 use crate::rest::Call;
 use async_trait::async_trait;
-use kyb_api::{ResourceDef, Status};
+use kyb_api::{Resource, ResourceDef, Status};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -40,7 +40,7 @@ pub use kyb_api::Operation;
 pub struct Attributes<'a> {
     pub operation: Operation,
     /// The resource as requested (its group, version and plural).
-    pub resource: &'static ResourceDef,
+    pub resource: &'a Arc<Resource>,
     /// `""` for the main resource.
     pub subresource: &'a str,
     /// The group, version and kind of `object` (a subresource's own kind for scale,
@@ -177,7 +177,7 @@ pub fn attributes<'a>(
     }
     Attributes {
         operation,
-        resource: call.def,
+        resource: &call.def,
         subresource: call.subresource.map(|s| s.name()).unwrap_or_default(),
         kind,
         namespace: call.namespace.as_deref().unwrap_or_default(),
@@ -239,8 +239,8 @@ pub fn forbidden(attributes: &Attributes<'_>, why: impl std::fmt::Display) -> St
         )
     };
     Status::forbidden(message).with_details(
-        attributes.resource.group,
-        attributes.resource.plural,
+        &attributes.resource.group,
+        &attributes.resource.plural,
         attributes.name,
     )
 }

@@ -24,7 +24,7 @@ impl Plugin for PodSecurity {
 
     fn handles(&self, attributes: &Attributes<'_>) -> bool {
         matches!(attributes.operation, Operation::Create | Operation::Update)
-            && kyb_podsecurity::classify(attributes.resource.group, attributes.resource.plural)
+            && kyb_podsecurity::classify(&attributes.resource.group, &attributes.resource.plural)
                 != ResourceClass::Other
     }
 
@@ -58,8 +58,8 @@ impl Plugin for PodSecurity {
             .then(|| format!("namespaces {:?} not found", attributes.namespace));
         let request = kyb_podsecurity::Request {
             operation: attributes.operation,
-            group: resource.group,
-            resource: resource.plural,
+            group: &resource.group,
+            resource: &resource.plural,
             subresource: (!attributes.subresource.is_empty()).then_some(attributes.subresource),
             kind: attributes.kind.2,
             name,

@@ -15,7 +15,7 @@ use super::{Attributes, Context, Plugin};
 use crate::auth::User;
 use async_trait::async_trait;
 use kyb_api::labels::Selector;
-use kyb_api::registry::ResourceDef;
+use kyb_api::registry::{Resource, ResourceDef};
 use kyb_api::{Status, meta};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -57,16 +57,17 @@ impl Match {
         attributes: &Attributes<'_>,
         object: Option<&Value>,
         namespace: &dyn Fn(&str) -> Option<Value>,
-    ) -> Option<&'static ResourceDef> {
+        registry: &kyb_api::registry::Snapshot,
+    ) -> Option<Arc<Resource>> {
         let name = kyb_api::meta::name(object.or(attributes.old_object).unwrap_or(&Value::Null))
             .unwrap_or(attributes.name);
         let covers = |list: &[Rule], def: &ResourceDef| {
             list.iter().any(|rule| {
                 rule.matches(
                     attributes.operation,
-                    def.group,
-                    def.version,
-                    def.plural,
+                    &def.group,
+                    &def.version,
+                    &def.plural,
                     attributes.subresource,
                     def.namespaced,
                 ) && rule.names(name)
@@ -74,14 +75,12 @@ impl Match {
         };
         let resource = attributes.resource;
         let def = if self.any_resource || covers(&self.rules, resource) {
-            resource
+            resource.clone()
         } else if self.equivalent {
-            kyb_api::registry::BUILTIN.iter().find(|def| {
-                def.group == resource.group
-                    && def.plural == resource.plural
-                    && !std::ptr::eq(*def, resource)
-                    && covers(&self.rules, def)
-            })?
+            registry
+                .versions(&resource.group, &resource.plural)
+                .find(|def| !def.same_version(resource) && covers(&self.rules, def))?
+                .clone()
         } else {
             return None;
         };
@@ -106,7 +105,7 @@ struct Policy {
     compiled: kyb_cel::CompiledPolicy,
     constraints: Option<Match>,
     /// The resource of `spec.paramKind`.
-    param: Option<&'static ResourceDef>,
+    param: Option<Arc<Resource>>,
     /// A paramKind that names no known resource: every binding fails to configure.
     bad_param: Option<String>,
 }
@@ -131,25 +130,29 @@ struct Snapshot {
 #[derive(Default)]
 pub struct ValidatingAdmissionPolicy {
     cel: kyb_cel::ExpressionCache,
-    state: Mutex<((u64, u64), Arc<Snapshot>)>,
+    /// The policies and bindings as of (the registry generation, the revisions of both).
+    state: Mutex<((u64, u64, u64), Arc<Snapshot>)>,
 }
 
 impl ValidatingAdmissionPolicy {
     fn snapshot(&self, context: &Context<'_>) -> Arc<Snapshot> {
         let cache = &context.engine.cache;
+        let registry = context.engine.registry.snapshot();
         const GROUP: &str = "admissionregistration.k8s.io";
         let revision = |plural: &str| {
-            kyb_api::registry::find_stored(GROUP, plural)
+            registry
+                .find_stored(GROUP, plural)
                 .and_then(|def| cache.resource(def))
                 .map_or(0, |r| r.last_applied())
         };
         let revisions = (
+            registry.generation(),
             revision("validatingadmissionpolicies"),
             revision("validatingadmissionpolicybindings"),
         );
         if let Ok(state) = self.state.lock()
             && state.0 == revisions
-            && revisions != (0, 0)
+            && (revisions.1, revisions.2) != (0, 0)
         {
             return state.1.clone();
         }
@@ -163,8 +166,8 @@ impl ValidatingAdmissionPolicy {
                     let (group, version) =
                         split_api_version(kind["apiVersion"].as_str().unwrap_or_default());
                     let kind_name = kind["kind"].as_str().unwrap_or_default();
-                    match kyb_api::registry::find_kind(group, version, kind_name) {
-                        Some(def) => (Some(def), None),
+                    match registry.find_kind(group, version, kind_name) {
+                        Some(def) => (Some(def.clone()), None),
                         None => (
                             None,
                             Some(format!(
@@ -276,7 +279,7 @@ impl ValidatingAdmissionPolicy {
                 "failed to configure policy: failed to find resource referenced by paramKind: '{kind}'"
             ));
         }
-        let Some(def) = policy.param else {
+        let Some(def) = &policy.param else {
             return Ok(Some(vec![None]));
         };
         let Some(reference) = &binding.param_ref else {
@@ -297,14 +300,14 @@ impl ValidatingAdmissionPolicy {
         let cache = &context.engine.cache;
         let found: Vec<Value> = match reference["name"].as_str().filter(|n| !n.is_empty()) {
             Some(name) => cache
-                .lookup(def.group, def.plural, namespace.as_deref(), name)
+                .lookup(&def.group, &def.plural, namespace.as_deref(), name)
                 .into_iter()
                 .collect(),
             None => {
                 let selector = rules::selector(reference.get("selector"))
                     .map_err(|e| format!("failed to configure binding: {e}"))?;
                 cache
-                    .objects(def.group, def.plural, namespace.as_deref())
+                    .objects(&def.group, &def.plural, namespace.as_deref())
                     .into_iter()
                     .filter(|o| selector.matches(meta::labels(o)))
                     .collect()
@@ -324,7 +327,7 @@ impl ValidatingAdmissionPolicy {
         context: &Context<'_>,
         attributes: &Attributes<'_>,
         object: Option<&Value>,
-        (policy, binding, def): (&Policy, &Binding, &'static ResourceDef),
+        (policy, binding, def): (&Policy, &Binding, &Resource),
         outcome: &mut Outcome,
     ) -> Result<(), Status> {
         let fail_open = policy.compiled.failure_policy() == kyb_cel::FailurePolicy::Ignore;
@@ -431,6 +434,7 @@ impl Plugin for ValidatingAdmissionPolicy {
         }
         let cache = &context.engine.cache;
         let namespace = |ns: &str| cache.lookup("", "namespaces", None, ns);
+        let registry = context.engine.registry.snapshot();
         let mut outcome = Outcome::default();
         for binding in &snapshot.bindings {
             let Some(policy) = snapshot.policies.get(&binding.policy) else {
@@ -439,13 +443,13 @@ impl Plugin for ValidatingAdmissionPolicy {
             let Some(def) = policy
                 .constraints
                 .as_ref()
-                .and_then(|m| m.version_for(attributes, object, &namespace))
+                .and_then(|m| m.version_for(attributes, object, &namespace, &registry))
             else {
                 continue;
             };
             if let Some(resources) = &binding.resources
                 && resources
-                    .version_for(attributes, object, &namespace)
+                    .version_for(attributes, object, &namespace, &registry)
                     .is_none()
             {
                 continue;
@@ -454,7 +458,7 @@ impl Plugin for ValidatingAdmissionPolicy {
                 context,
                 attributes,
                 object,
-                (policy, binding, def),
+                (policy, binding, &def),
                 &mut outcome,
             )?;
         }

@@ -32,7 +32,7 @@ impl Plugin for RbacEscalation {
         let Some(object) = object else { return Ok(()) };
         // The check reads the kind from the object: make sure it is the request's.
         let mut object = object.clone();
-        object["kind"] = attributes.resource.kind.into();
+        object["kind"] = attributes.resource.kind.as_ref().into();
         let user = attributes.user;
         let decision = context.engine.authorizer.rbac.with_policy(|policy| {
             policy.check_write(&user.name, &user.groups, &object, attributes.old_object)
@@ -42,8 +42,8 @@ impl Plugin for RbacEscalation {
             Some(Err(refusal)) => {
                 let name = kyb_api::meta::name(&object).unwrap_or(attributes.name);
                 Err(
-                    Status::forbidden(refusal.status_message(attributes.resource.plural, name))
-                        .with_details(kyb_rbac::RBAC_GROUP, attributes.resource.plural, name),
+                    Status::forbidden(refusal.status_message(&attributes.resource.plural, name))
+                        .with_details(kyb_rbac::RBAC_GROUP, &attributes.resource.plural, name),
                 )
             }
             None => Err(Status::internal("the RBAC policy is unavailable")),

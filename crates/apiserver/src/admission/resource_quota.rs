@@ -14,7 +14,7 @@ use super::{Attributes, Context, Operation, Plugin};
 use crate::engine::Engine;
 use async_trait::async_trait;
 use kyb_api::registry::Subresource;
-use kyb_api::{Status, meta};
+use kyb_api::{Resource, Status, meta};
 use kyb_serving::Verb;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
@@ -26,8 +26,8 @@ const ATTEMPTS: usize = 64;
 
 /// One write waiting for its quota decision.
 struct Pending {
-    group: &'static str,
-    resource: &'static str,
+    /// The resource being written: its group and plural name what quota counts.
+    def: Arc<Resource>,
     operation: Operation,
     name: String,
     object: Option<Value>,
@@ -52,8 +52,8 @@ impl Plugin for ResourceQuota {
             && attributes.resource.namespaced
             && kyb_quota::quota_handles(
                 attributes.operation,
-                attributes.resource.group,
-                attributes.resource.plural,
+                &attributes.resource.group,
+                &attributes.resource.plural,
                 attributes.subresource,
             )
     }
@@ -65,7 +65,8 @@ impl Plugin for ResourceQuota {
         object: Option<&Value>,
     ) -> Result<(), Status> {
         let engine = context.engine;
-        let (group, resource) = (attributes.resource.group, attributes.resource.plural);
+        let (group, resource): (&str, &str) =
+            (&attributes.resource.group, &attributes.resource.plural);
         let quotas = engine
             .cache
             .objects("", "resourcequotas", Some(attributes.namespace));
@@ -88,8 +89,7 @@ impl Plugin for ResourceQuota {
         }
         let (decided, decision) = oneshot::channel();
         let pending = Pending {
-            group,
-            resource,
+            def: attributes.resource.clone(),
             operation: attributes.operation,
             name: name.to_string(),
             object: object.cloned(),
@@ -166,7 +166,8 @@ async fn work(
 /// whole batch is decided again from the quotas as they now are.
 async fn decide(engine: &Engine, namespace: &str, batch: &[Pending]) -> Vec<Result<(), Status>> {
     let failed = |status: Status| batch.iter().map(|_| Err(status.clone())).collect();
-    let Some(def) = kyb_api::registry::find_stored("", "resourcequotas") else {
+    let snapshot = engine.registry.snapshot();
+    let Some(def) = snapshot.find_stored("", "resourcequotas") else {
         return failed(Status::internal("resourcequotas is not registered"));
     };
     let call = match crate::rest::internal_call(
@@ -196,8 +197,8 @@ async fn decide(engine: &Engine, namespace: &str, batch: &[Pending]) -> Vec<Resu
         for pending in batch {
             match kyb_quota::check(
                 &working,
-                pending.group,
-                pending.resource,
+                &pending.def.group,
+                &pending.def.plural,
                 pending.operation,
                 pending.object.as_ref(),
                 pending.old.as_ref(),
@@ -216,8 +217,8 @@ async fn decide(engine: &Engine, namespace: &str, batch: &[Pending]) -> Vec<Resu
                 }
                 Err(error) => decisions.push(Err(refusal(
                     &error,
-                    pending.group,
-                    pending.resource,
+                    &pending.def.group,
+                    &pending.def.plural,
                     &pending.name,
                 ))),
             }

@@ -6,7 +6,8 @@
 
 use crate::cache::{CacheEvent, EventType, WatchCache, shallow};
 use kyb_admission::{NodeGraph, node_authorizer};
-use kyb_api::registry::{self, ResourceDef};
+use kyb_api::Resource;
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
@@ -18,7 +19,7 @@ pub struct NodeAuthorizer {
 struct State {
     graph: NodeGraph,
     /// The (namespace, name) of every object applied, by resource: what a reload removes.
-    known: HashMap<&'static str, BTreeSet<(String, String)>>,
+    known: HashMap<Cow<'static, str>, BTreeSet<(String, String)>>,
 }
 
 impl NodeAuthorizer {
@@ -27,12 +28,13 @@ impl NodeAuthorizer {
         let authorizer = Arc::new(NodeAuthorizer {
             state: RwLock::new(State::default()),
         });
+        let snapshot = cache.registry().snapshot();
         for (group, plural) in node_authorizer::WATCHED_RESOURCES {
-            let Some(def) = registry::find_stored(group, plural) else {
+            let Some(def) = snapshot.find_stored(group, plural) else {
                 continue;
             };
             if let Some(resource) = cache.resource(def) {
-                crate::cache::follow(resource, def, authorizer.clone());
+                crate::cache::follow(&resource, def.clone(), authorizer.clone());
             }
         }
         authorizer
@@ -66,18 +68,18 @@ impl NodeAuthorizer {
 }
 
 impl crate::cache::Follower for NodeAuthorizer {
-    fn apply(&self, def: &'static ResourceDef, events: &[Arc<CacheEvent>], _initial: bool) {
+    fn apply(&self, def: &Resource, events: &[Arc<CacheEvent>], _initial: bool) {
         let Ok(mut state) = self.state.write() else {
             return;
         };
         let State { graph, known } = &mut *state;
-        let known = known.entry(def.plural).or_default();
+        let known = known.entry(def.plural.clone()).or_default();
         for event in events {
             let namespace = event.object.namespace().unwrap_or_default();
             let name = event.object.name();
             let id = (namespace.to_string(), name.to_string());
             if event.kind == EventType::Deleted {
-                graph.delete_named(def.plural, namespace, name);
+                graph.delete_named(&def.plural, namespace, name);
                 known.remove(&id);
                 continue;
             }
@@ -88,26 +90,26 @@ impl crate::cache::Follower for NodeAuthorizer {
                 && !graph.holds_pod(namespace, name);
             if !unbound {
                 // Of a pod, only what the graph reads is parsed.
-                let object = match def.plural {
+                let object = match def.plural.as_ref() {
                     "pods" => shallow::project(&event.object.json, node_authorizer::POD_FIELDS),
                     _ => event.object.value().ok(),
                 };
                 let Some(object) = object else {
                     continue;
                 };
-                graph.apply(def.plural, &object);
+                graph.apply(&def.plural, &object);
             }
             known.insert(id);
         }
     }
 
-    fn forget(&self, def: &'static ResourceDef) {
+    fn forget(&self, def: &Resource) {
         let Ok(mut state) = self.state.write() else {
             return;
         };
         let State { graph, known } = &mut *state;
-        for (namespace, name) in known.remove(def.plural).unwrap_or_default() {
-            graph.delete_named(def.plural, &namespace, &name);
+        for (namespace, name) in known.remove(def.plural.as_ref()).unwrap_or_default() {
+            graph.delete_named(&def.plural, &namespace, &name);
         }
     }
 }

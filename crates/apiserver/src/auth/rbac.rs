@@ -5,8 +5,9 @@
 //! kept current by following the cache (`crate::cache::follow`).
 
 use crate::cache::{CacheEvent, EventType, WatchCache};
-use kyb_api::registry::{self, ResourceDef};
+use kyb_api::Resource;
 use kyb_rbac::Policy;
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
@@ -26,7 +27,7 @@ pub struct Rbac {
 struct State {
     policy: Policy,
     /// The (namespace, name) of every object applied, by resource: what a reload removes.
-    known: HashMap<&'static str, BTreeSet<(String, String)>>,
+    known: HashMap<Cow<'static, str>, BTreeSet<(String, String)>>,
 }
 
 impl Rbac {
@@ -35,8 +36,9 @@ impl Rbac {
         let rbac = Arc::new(Rbac {
             state: RwLock::new(State::default()),
         });
+        let snapshot = cache.registry().snapshot();
         for resource in RESOURCES {
-            let Some(def) = registry::find("rbac.authorization.k8s.io", "v1", resource) else {
+            let Some(def) = snapshot.find("rbac.authorization.k8s.io", "v1", resource) else {
                 tracing::error!(resource, "RBAC resource not registered");
                 continue;
             };
@@ -44,24 +46,24 @@ impl Rbac {
                 tracing::error!(resource, "no cache for an RBAC resource");
                 continue;
             };
-            crate::cache::follow(resource, def, rbac.clone());
+            crate::cache::follow(&resource, def.clone(), rbac.clone());
         }
         rbac
     }
 }
 
 impl crate::cache::Follower for Rbac {
-    fn apply(&self, def: &'static ResourceDef, events: &[Arc<CacheEvent>], initial: bool) {
+    fn apply(&self, def: &Resource, events: &[Arc<CacheEvent>], initial: bool) {
         let Ok(mut state) = self.state.write() else {
             return;
         };
         let State { policy, known } = &mut *state;
-        let known = known.entry(def.plural).or_default();
+        let known = known.entry(def.plural.clone()).or_default();
         for event in events {
             let value = match event.object.value() {
                 Ok(value) => value,
                 Err(error) => {
-                    tracing::warn!(%error, resource = def.plural, "unreadable RBAC object");
+                    tracing::warn!(%error, resource = %def.plural, "unreadable RBAC object");
                     continue;
                 }
             };
@@ -81,18 +83,18 @@ impl crate::cache::Follower for Rbac {
                 }
             };
             if let Err(error) = result {
-                tracing::warn!(%error, resource = def.plural, initial, "RBAC object ignored");
+                tracing::warn!(%error, resource = %def.plural, initial, "RBAC object ignored");
             }
         }
     }
 
-    fn forget(&self, def: &'static ResourceDef) {
+    fn forget(&self, def: &Resource) {
         let Ok(mut state) = self.state.write() else {
             return;
         };
         let State { policy, known } = &mut *state;
-        for (namespace, name) in known.remove(def.plural).unwrap_or_default() {
-            match def.plural {
+        for (namespace, name) in known.remove(def.plural.as_ref()).unwrap_or_default() {
+            match def.plural.as_ref() {
                 "roles" => policy.remove_role(&namespace, &name),
                 "clusterroles" => policy.remove_cluster_role(&name),
                 "rolebindings" => policy.remove_role_binding(&namespace, &name),

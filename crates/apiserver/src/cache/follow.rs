@@ -6,47 +6,44 @@
 
 use super::object::Filter;
 use super::{CacheEvent, ResourceCache};
-use kyb_api::ResourceDef;
+use kyb_api::Resource;
 use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
 
 /// What a follower does with the objects of one resource.
 pub trait Follower: Send + Sync + 'static {
     /// Applies events (`initial`: the objects present when following (re)started).
-    fn apply(&self, def: &'static ResourceDef, events: &[Arc<CacheEvent>], initial: bool);
+    fn apply(&self, def: &Resource, events: &[Arc<CacheEvent>], initial: bool);
     /// Forgets every object of `def` (before the full state comes again).
-    fn forget(&self, def: &'static ResourceDef);
+    fn forget(&self, def: &Resource);
 }
 
 /// Applies the current objects of `def` now (before returning), then follows changes on a
 /// task for as long as the process runs.
-pub fn follow<F: Follower>(
-    cache: &Arc<ResourceCache>,
-    def: &'static ResourceDef,
-    follower: Arc<F>,
-) {
+pub fn follow<F: Follower>(cache: &Arc<ResourceCache>, def: Arc<Resource>, follower: Arc<F>) {
     let subscribe = {
         let cache = cache.clone();
-        move || cache.subscribe_with_state(&def.list_prefix(None), &Filter::default(), 0)
+        let prefix = def.list_prefix(None);
+        move || cache.subscribe_with_state(&prefix, &Filter::default(), 0)
     };
     let mut subscription = subscribe();
-    follower.apply(def, &subscription.initial, true);
+    follower.apply(&def, &subscription.initial, true);
     tokio::spawn(async move {
         loop {
             match subscription.events.recv().await {
-                Ok(event) => follower.apply(def, std::slice::from_ref(&event), false),
+                Ok(event) => follower.apply(&def, std::slice::from_ref(&event), false),
                 Err(RecvError::Lagged(_)) => {
-                    tracing::warn!(resource = def.plural, "a cache follower lagged; reloading");
+                    tracing::warn!(resource = %def.plural, "a cache follower lagged; reloading");
                     subscription = subscribe();
-                    follower.forget(def);
-                    follower.apply(def, &subscription.initial, true);
+                    follower.forget(&def);
+                    follower.apply(&def, &subscription.initial, true);
                 }
                 Err(RecvError::Closed) => {
                     // The cache restarts its streams on reload: start over.
                     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
                     subscription = subscribe();
-                    follower.forget(def);
-                    follower.apply(def, &subscription.initial, true);
+                    follower.forget(&def);
+                    follower.apply(&def, &subscription.initial, true);
                 }
             }
         }

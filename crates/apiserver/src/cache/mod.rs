@@ -1,4 +1,4 @@
-//! The watch cache: every built-in resource held in memory, fed by one storage watch.
+//! The watch cache: every resource of the registry held in memory, fed by one storage watch.
 //!
 //! At start the cache lists the whole store at one revision, then follows a single watch of
 //! `/registry/` from the next revision, routing each event to the cache of its resource (by
@@ -6,6 +6,11 @@
 //! cache has caught up with the store's current revision. Each resource keeps a bounded
 //! window of recent events so watches can resume from a `resourceVersion`, and fans its
 //! events out to any number of watchers through one broadcast channel.
+//!
+//! The caches follow the registry: when a resource is added, the task that follows the
+//! store (the only one applying events) lists its storage prefix at the revision it has
+//! applied, loads it, and from then on routes the storage watch's later events to it — no
+//! gap, no event twice; when a resource goes, its cache goes and its watches end.
 
 mod follow;
 pub mod object;
@@ -14,7 +19,7 @@ pub(crate) mod shallow;
 pub use follow::{Follower, follow};
 
 use kyb_api::ResourceDef;
-use kyb_api::registry::BUILTIN;
+use kyb_api::registry::{Registry, Resource, Snapshot};
 use kyb_storage::{EventKind, ListRequest, Revision, Store};
 use object::{CachedObject, Filter};
 use serde_json::Value;
@@ -73,7 +78,7 @@ struct State {
 /// The cache of one resource (all versions that share its storage).
 pub struct ResourceCache {
     /// The resource as stored (the first registry entry with this storage prefix).
-    pub def: &'static ResourceDef,
+    pub def: Arc<Resource>,
     state: RwLock<State>,
 }
 
@@ -103,7 +108,7 @@ pub enum WatchError {
 }
 
 impl ResourceCache {
-    fn new(def: &'static ResourceDef, revision: Revision) -> Self {
+    fn new(def: Arc<Resource>, revision: Revision) -> Self {
         let (events, _) = broadcast::channel(FANOUT_BUFFER);
         Self {
             def,
@@ -156,7 +161,7 @@ impl ResourceCache {
             };
             if let Some(object) = state.objects.get(key.as_str())
                 && key.starts_with(prefix)
-                && filter.matches(self.def, object)
+                && filter.matches(&self.def, object)
             {
                 items.push(object.clone());
             }
@@ -171,7 +176,7 @@ impl ResourceCache {
             .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
             .take_while(|(key, _)| key.starts_with(prefix));
         for (key, object) in range {
-            if !filter.matches(self.def, object) {
+            if !filter.matches(&self.def, object) {
                 continue;
             }
             if limit > 0 && items.len() == limit {
@@ -200,7 +205,7 @@ impl ResourceCache {
             .objects
             .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
             .take_while(|(key, _)| key.starts_with(prefix))
-            .filter(|(_, o)| filter.matches(self.def, o))
+            .filter(|(_, o)| filter.matches(&self.def, o))
             .map(|(_, o)| {
                 Arc::new(CacheEvent {
                     revision: o.revision,
@@ -243,9 +248,17 @@ impl ResourceCache {
         })
     }
 
-    fn load(&self, object: CachedObject) {
-        let mut state = self.write();
-        state.objects.insert(object.key.clone(), Arc::new(object));
+    /// Adds a stored object (while loading).
+    fn load_stored(&self, key: &[u8], value: &[u8], revision: Revision) {
+        match CachedObject::from_stored(&self.def, key, value, revision) {
+            Ok(object) => {
+                let mut state = self.write();
+                state.objects.insert(object.key.clone(), Arc::new(object));
+            }
+            Err(error) => {
+                tracing::warn!(key = %String::from_utf8_lossy(key), %error, "skipping a stored object")
+            }
+        }
     }
 
     fn apply(&self, event: CacheEvent) {
@@ -285,8 +298,13 @@ impl ResourceCache {
 /// All resource caches and the storage watch that feeds them.
 pub struct WatchCache {
     store: Arc<dyn Store>,
-    caches: HashMap<&'static str, Arc<ResourceCache>>,
+    registry: Arc<Registry>,
+    /// The resource caches by storage prefix. Only the task following the store changes
+    /// the set.
+    caches: RwLock<HashMap<String, Arc<ResourceCache>>>,
     revision: watch::Sender<Revision>,
+    /// The registry generation the set of caches reflects.
+    followed: watch::Sender<u64>,
     changes: broadcast::Sender<Change>,
 }
 
@@ -295,7 +313,7 @@ pub struct WatchCache {
 #[derive(Clone, Debug)]
 pub struct Change {
     /// The storage form of the resource (shared prefixes name one of their resources).
-    pub def: &'static ResourceDef,
+    pub def: Arc<Resource>,
     pub namespace: Option<Arc<str>>,
     pub name: Option<Arc<str>>,
     pub kind: EventType,
@@ -305,32 +323,61 @@ pub struct Change {
 const CHANGES_BUFFER: usize = 4096;
 
 impl WatchCache {
-    /// Loads everything and starts following the store.
-    pub async fn start(store: Arc<dyn Store>) -> Result<Arc<Self>, kyb_storage::Error> {
-        let mut caches = HashMap::new();
-        // Reviews (never stored) share the empty prefix, which no stored key routes to.
-        for def in BUILTIN {
-            caches
-                .entry(def.storage_prefix)
-                .or_insert_with(|| Arc::new(ResourceCache::new(def, 0)));
-        }
+    /// Loads everything the registry serves and starts following the store and the
+    /// registry.
+    pub async fn start(
+        store: Arc<dyn Store>,
+        registry: Arc<Registry>,
+    ) -> Result<Arc<Self>, kyb_storage::Error> {
+        // Subscribed first, so a change made while loading is followed after.
+        let mut registry_changes = registry.subscribe();
+        registry_changes.borrow_and_update();
         let (revision, _) = watch::channel(0);
+        let (followed, _) = watch::channel(0);
         let (changes, _) = broadcast::channel(CHANGES_BUFFER);
         let cache = Arc::new(Self {
             store,
-            caches,
+            registry,
+            caches: RwLock::new(HashMap::new()),
             revision,
+            followed,
             changes,
         });
         let start = cache.load().await?;
         let follower = cache.clone();
-        tokio::spawn(async move { follower.follow(start).await });
+        tokio::spawn(async move { follower.follow(start, registry_changes).await });
         Ok(cache)
     }
 
+    /// The registry the caches follow.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
     /// The cache holding a resource.
-    pub fn resource(&self, def: &ResourceDef) -> Option<&Arc<ResourceCache>> {
-        self.caches.get(def.storage_prefix)
+    pub fn resource(&self, def: &ResourceDef) -> Option<Arc<ResourceCache>> {
+        self.read_caches().get(def.storage_prefix.as_ref()).cloned()
+    }
+
+    /// Waits until the caches reflect the registry at `generation` or later (a resource
+    /// added then is loaded, one removed then is gone); false on timeout.
+    pub async fn wait_for_registry(&self, generation: u64, timeout: Duration) -> bool {
+        let mut receiver = self.followed.subscribe();
+        tokio::time::timeout(timeout, receiver.wait_for(|g| *g >= generation))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    fn read_caches(&self) -> std::sync::RwLockReadGuard<'_, HashMap<String, Arc<ResourceCache>>> {
+        self.caches
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn write_caches(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<String, Arc<ResourceCache>>> {
+        self.caches
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Every change from now on (see [`Change`]); a receiver that falls behind gets
@@ -339,7 +386,7 @@ impl WatchCache {
         self.changes.subscribe()
     }
 
-    /// The cached object `name` (in `namespace`) of a built-in resource, parsed; `None`
+    /// The cached object `name` (in `namespace`) of a resource, parsed; `None`
     /// when it does not exist (or the resource is unknown).
     pub fn lookup(
         &self,
@@ -348,7 +395,8 @@ impl WatchCache {
         namespace: Option<&str>,
         name: &str,
     ) -> Option<Value> {
-        let def = kyb_api::registry::find_stored(group, plural)?;
+        let snapshot = self.registry.snapshot();
+        let def = snapshot.find_stored(group, plural)?;
         let object = self.resource(def)?.get(&def.key(namespace, name))?;
         object.value().ok()
     }
@@ -363,12 +411,13 @@ impl WatchCache {
         namespace: Option<&str>,
         name: &str,
     ) -> Option<Arc<Value>> {
-        let def = kyb_api::registry::find_stored(group, plural)?;
+        let snapshot = self.registry.snapshot();
+        let def = snapshot.find_stored(group, plural)?;
         let object = self.resource(def)?.get(&def.key(namespace, name))?;
         object.shared_value().ok()
     }
 
-    /// Every cached object of a built-in resource in `namespace` (everywhere with `None`),
+    /// Every cached object of a resource in `namespace` (everywhere with `None`),
     /// parsed, in key order.
     pub fn objects(&self, group: &str, plural: &str, namespace: Option<&str>) -> Vec<Value> {
         self.each_object(group, plural, namespace, CachedObject::value)
@@ -392,7 +441,8 @@ impl WatchCache {
         namespace: Option<&str>,
         parse: impl Fn(&CachedObject) -> Result<T, String>,
     ) -> Vec<T> {
-        let Some(def) = kyb_api::registry::find_stored(group, plural) else {
+        let snapshot = self.registry.snapshot();
+        let Some(def) = snapshot.find_stored(group, plural) else {
             return Vec::new();
         };
         let Some(cache) = self.resource(def) else {
@@ -432,8 +482,12 @@ impl WatchCache {
         }
     }
 
-    /// Lists the whole store at one revision into the caches; returns that revision.
+    /// Lists the whole store at one revision into the caches (one per storage prefix the
+    /// registry has now); returns that revision.
     async fn load(&self) -> Result<Revision, kyb_storage::Error> {
+        let snapshot = self.registry.snapshot();
+        let added = self.arrange(&snapshot, 0);
+        self.insert(added);
         let mut request = ListRequest::prefix("/registry/").limit(LOAD_PAGE);
         let mut revision = None;
         let mut count = 0usize;
@@ -442,13 +496,7 @@ impl WatchCache {
             revision.get_or_insert(page.revision);
             for kv in &page.kvs {
                 if let Some(cache) = self.route(&kv.key) {
-                    match CachedObject::from_stored(cache.def, &kv.key, &kv.value, kv.mod_revision)
-                    {
-                        Ok(object) => cache.load(object),
-                        Err(error) => {
-                            tracing::warn!(key = %String::from_utf8_lossy(&kv.key), %error, "skipping a stored object")
-                        }
-                    }
+                    cache.load_stored(&kv.key, &kv.value, kv.mod_revision);
                     count += 1;
                 }
             }
@@ -458,52 +506,135 @@ impl WatchCache {
             }
         }
         let revision = revision.unwrap_or(0);
-        for cache in self.caches.values() {
+        for cache in self.read_caches().values() {
             let mut state = cache.write();
             state.horizon = revision;
         }
         self.revision.send_replace(revision);
+        self.followed.send_replace(snapshot.generation());
         tracing::debug!(objects = count, revision, "watch cache loaded");
         Ok(revision)
     }
 
-    /// The cache a storage key belongs to: `<prefix>/<name>` or `<prefix>/<ns>/<name>`.
-    fn route(&self, key: &[u8]) -> Option<&Arc<ResourceCache>> {
-        let key = std::str::from_utf8(key).ok()?;
-        let (parent, _) = key.rsplit_once('/')?;
-        if let Some(cache) = self.caches.get(parent).filter(|c| !c.def.namespaced) {
-            return Some(cache);
+    /// Makes the set of caches the one `snapshot` needs: a cache for each storage prefix
+    /// (named by the entry [`Snapshot::stored_at`] gives), kept if it already exists for
+    /// that entry, dropped (its watches ended) if no entry has its prefix any more. Returns
+    /// the caches to add, empty and not yet routed to: the caller loads and then
+    /// [`insert`](Self::insert)s them.
+    fn arrange(&self, snapshot: &Snapshot, revision: Revision) -> Vec<Arc<ResourceCache>> {
+        let mut caches = self.write_caches();
+        caches.retain(|prefix, cache| {
+            let kept = snapshot
+                .stored_at(prefix)
+                .is_some_and(|def| Arc::ptr_eq(def, &cache.def));
+            if !kept {
+                tracing::debug!(prefix = %prefix, "dropping a resource cache");
+                cache.reset(revision);
+            }
+            kept
+        });
+        let mut added: Vec<Arc<ResourceCache>> = Vec::new();
+        for def in snapshot.resources() {
+            // Reviews (never stored) share the empty prefix, which no stored key routes to.
+            let prefix = def.storage_prefix.as_ref();
+            if caches.contains_key(prefix) || added.iter().any(|c| c.def.storage_prefix == prefix) {
+                continue;
+            }
+            if let Some(stored) = snapshot.stored_at(prefix) {
+                added.push(Arc::new(ResourceCache::new(stored.clone(), revision)));
+            }
         }
-        let (grandparent, _) = parent.rsplit_once('/')?;
-        self.caches.get(grandparent).filter(|c| c.def.namespaced)
+        added
     }
 
-    /// Follows the store from `revision` on, for as long as the process runs.
-    async fn follow(&self, mut revision: Revision) {
+    /// Routes storage events to `caches` from now on.
+    fn insert(&self, added: Vec<Arc<ResourceCache>>) {
+        let mut caches = self.write_caches();
+        for cache in added {
+            caches.insert(cache.def.storage_prefix.to_string(), cache);
+        }
+    }
+
+    /// Brings the caches to the registry as it is now, at `revision` (the last one applied):
+    /// a new resource is listed at that revision and loaded before events are routed to
+    /// it, so the storage watch's later events continue where the list ended (this task
+    /// alone applies events: none is applied meanwhile).
+    async fn follow_registry(&self, revision: Revision) -> Result<(), kyb_storage::Error> {
+        let snapshot = self.registry.snapshot();
+        let added = self.arrange(&snapshot, revision);
+        for cache in added.iter().filter(|c| !c.def.is_virtual()) {
+            let mut request = ListRequest::prefix(cache.def.list_prefix(None))
+                .limit(LOAD_PAGE)
+                .at_revision(revision);
+            loop {
+                let page = self.store.list(&request).await?;
+                for kv in &page.kvs {
+                    cache.load_stored(&kv.key, &kv.value, kv.mod_revision);
+                }
+                match request.next_page(&page) {
+                    Some(next) => request = next,
+                    None => break,
+                }
+            }
+            tracing::debug!(resource = %cache.def.group_resource(), revision, "resource cache loaded");
+        }
+        self.insert(added);
+        self.followed.send_replace(snapshot.generation());
+        Ok(())
+    }
+
+    /// The cache a storage key belongs to: `<prefix>/<name>` or `<prefix>/<ns>/<name>`.
+    fn route(&self, key: &[u8]) -> Option<Arc<ResourceCache>> {
+        let key = std::str::from_utf8(key).ok()?;
+        let (parent, _) = key.rsplit_once('/')?;
+        let caches = self.read_caches();
+        if let Some(cache) = caches.get(parent).filter(|c| !c.def.namespaced) {
+            return Some(cache.clone());
+        }
+        let (grandparent, _) = parent.rsplit_once('/')?;
+        caches
+            .get(grandparent)
+            .filter(|c| c.def.namespaced)
+            .cloned()
+    }
+
+    /// Follows the store from `revision` on, and the registry, for as long as the process
+    /// runs.
+    async fn follow(&self, mut revision: Revision, mut registry: watch::Receiver<u64>) {
+        let mut registry_open = true;
         loop {
             match self.store.watch(b"/registry/", revision + 1).await {
-                Ok(mut events) => {
-                    while let Some(event) = events.next().await {
-                        match event {
-                            Ok(event) => {
+                Ok(mut events) => loop {
+                    tokio::select! {
+                        event = events.next() => match event {
+                            Some(Ok(event)) => {
                                 revision = event.revision();
                                 self.apply(event);
                                 self.revision.send_replace(revision);
                             }
-                            Err(error) => {
+                            Some(Err(error)) => {
                                 tracing::warn!(%error, "the watch cache lost its storage watch");
+                                break;
+                            }
+                            None => break,
+                        },
+                        changed = registry.changed(), if registry_open => {
+                            registry_open = changed.is_ok();
+                            if let Err(error) = self.follow_registry(revision).await {
+                                tracing::warn!(%error, "the watch cache cannot load a new resource; reloading");
                                 break;
                             }
                         }
                     }
-                }
+                },
                 Err(error) => tracing::warn!(%error, "the watch cache cannot watch the store"),
             }
             // Start over from a fresh list: watchers are ended and resume (or relist).
             tokio::time::sleep(Duration::from_millis(200)).await;
-            for cache in self.caches.values() {
+            for cache in self.read_caches().values() {
                 cache.reset(revision);
             }
+            registry.borrow_and_update();
             match self.load().await {
                 Ok(loaded) => revision = loaded,
                 Err(error) => tracing::warn!(%error, "the watch cache cannot reload"),
@@ -516,7 +647,7 @@ impl WatchCache {
             return;
         };
         let revision = event.revision();
-        let def = cache.def;
+        let def = &cache.def;
         // The previous state is normally the one cached already (only this task applies
         // events): reused, not built again.
         let prev = event.prev.as_ref().and_then(|p| {
@@ -559,7 +690,7 @@ impl WatchCache {
             Ok(event) => {
                 // Told after the cache holds the change, so a keeper reading it sees it.
                 let change = (self.changes.receiver_count() > 0).then(|| Change {
-                    def,
+                    def: def.clone(),
                     namespace: event.object.namespace().map(Arc::from),
                     name: Some(Arc::from(event.object.name())),
                     kind: event.kind,
@@ -602,8 +733,12 @@ mod tests {
             dir.path(),
             &EmbeddedOptions::default(),
         )?);
-        let cache = WatchCache::start(store.clone()).await?;
-        let def = kyb_api::registry::find_stored("", "pods").ok_or(anyhow::anyhow!("pods"))?;
+        let registry = Arc::new(crate::strategies::registry()?);
+        let cache = WatchCache::start(store.clone(), registry.clone()).await?;
+        let snapshot = registry.snapshot();
+        let def = snapshot
+            .find_stored("", "pods")
+            .ok_or(anyhow::anyhow!("pods"))?;
         let pods = cache.resource(def).ok_or(anyhow::anyhow!("no pod cache"))?;
         let mut subscription =
             pods.subscribe_with_state(&def.list_prefix(None), &Filter::default(), 0);

@@ -3,7 +3,7 @@
 
 use super::shallow;
 use bytes::Bytes;
-use kyb_api::{ResourceDef, fields, meta};
+use kyb_api::{Resource, fields, meta};
 use serde_json::{Map, Value};
 use std::sync::{Arc, OnceLock};
 
@@ -19,7 +19,7 @@ pub struct CachedObject {
     pub json: Bytes,
     /// `metadata.labels`, sorted by key.
     pub labels: Box<[(Box<str>, Box<str>)]>,
-    /// The values of the kind's selectable fields, in [`fields::kind_fields`] order.
+    /// The values of the kind's selectable fields, in the order its strategy lists them.
     pub fields: Box<[Box<str>]>,
     /// The parsed object, once [`Self::shared_value`] was asked for it.
     parsed: OnceLock<Arc<Value>>,
@@ -28,7 +28,7 @@ pub struct CachedObject {
 impl CachedObject {
     /// Builds the cached form of a stored value written at `revision`.
     pub fn from_stored(
-        def: &ResourceDef,
+        def: &Resource,
         key: &[u8],
         value: &[u8],
         revision: u64,
@@ -46,7 +46,7 @@ impl CachedObject {
     /// [`Self::from_stored`] without parsing the whole object, for values in the form the
     /// API server writes them (see [`shallow`]); `None` for anything else.
     fn from_stored_shallow(
-        def: &ResourceDef,
+        def: &Resource,
         key: &[u8],
         value: &[u8],
         revision: u64,
@@ -64,12 +64,13 @@ impl CachedObject {
             .map(|labels| Self::label_pairs(&labels))
             .unwrap_or_default();
         let mut opened = Vec::new();
-        let fields = fields::kind_fields(def.group, def.kind)
+        let fields = def
+            .strategy
+            .selectable_fields()
             .iter()
             .map(|field| {
-                let value = fields::field_source(def.group, def.kind, field)
-                    .and_then(|path| shallow::at_path(&top, &mut opened, path));
-                fields::field_text(field, value.as_ref()).into()
+                let value = shallow::at_path(&top, &mut opened, &field.path);
+                field.text(value.as_ref()).into()
             })
             .collect();
         Some(Self {
@@ -95,7 +96,7 @@ impl CachedObject {
 
     /// Builds the cached form of an object whose `resourceVersion` is already `revision`.
     pub fn from_value(
-        def: &ResourceDef,
+        def: &Resource,
         key: &[u8],
         object: &Value,
         revision: u64,
@@ -108,13 +109,11 @@ impl CachedObject {
         let labels = meta::labels(object)
             .map(Self::label_pairs)
             .unwrap_or_default();
-        let fields = fields::kind_fields(def.group, def.kind)
+        let fields = def
+            .strategy
+            .selectable_fields()
             .iter()
-            .map(|f| {
-                fields::field_value(def.group, def.kind, object, f)
-                    .unwrap_or_default()
-                    .into()
-            })
+            .map(|f| f.value(object).into())
             .collect();
         Ok(Self {
             key: key.into(),
@@ -149,13 +148,15 @@ impl CachedObject {
     }
 
     /// The value of a selectable field.
-    pub fn field(&self, def: &ResourceDef, field: &str) -> Option<&str> {
+    pub fn field(&self, def: &Resource, field: &str) -> Option<&str> {
         match field {
             "metadata.name" => Some(self.name()),
             "metadata.namespace" => Some(self.namespace().unwrap_or_default()),
-            other => fields::kind_fields(def.group, def.kind)
+            other => def
+                .strategy
+                .selectable_fields()
                 .iter()
-                .position(|f| *f == other)
+                .position(|f| f.label == other)
                 .and_then(|i| self.fields.get(i))
                 .map(AsRef::as_ref),
         }
@@ -179,7 +180,7 @@ impl CachedObject {
     }
 
     /// The same object reported at another revision (a deletion's last state).
-    pub fn at_revision(&self, def: &ResourceDef, revision: u64) -> Result<Self, String> {
+    pub fn at_revision(&self, def: &Resource, revision: u64) -> Result<Self, String> {
         Self::from_stored(def, self.key.as_bytes(), &self.json, revision)
     }
 }
@@ -193,7 +194,7 @@ pub struct Filter {
 }
 
 impl Filter {
-    pub fn matches(&self, def: &ResourceDef, object: &CachedObject) -> bool {
+    pub fn matches(&self, def: &Resource, object: &CachedObject) -> bool {
         if let Some(ns) = &self.namespace
             && object.namespace() != Some(ns.as_str())
         {

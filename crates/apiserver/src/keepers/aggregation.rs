@@ -31,7 +31,8 @@ pub async fn run(engine: Arc<Engine>) {
 /// One pass: every aggregated ClusterRole whose rules are not what its selectors gather
 /// is updated.
 async fn aggregate(engine: &Engine) {
-    let Some(def) = kyb_api::registry::find_stored(kyb_rbac::RBAC_GROUP, "clusterroles") else {
+    let registry = engine.registry.snapshot();
+    let Some(def) = registry.find_stored(kyb_rbac::RBAC_GROUP, "clusterroles") else {
         return;
     };
     let roles = engine

@@ -4,9 +4,28 @@
 use super::Call;
 use crate::kinds;
 use crate::negotiation::{self, BodyFormat};
-use kyb_api::Status;
 use kyb_api::registry::split_api_version;
+use kyb_api::{Resource, Status};
 use serde_json::Value;
+
+/// What a body is decoded as.
+#[derive(Clone, Copy)]
+pub enum Kind<'a> {
+    /// A registry entry's kind, through its strategy.
+    Of(&'a Resource),
+    /// A built-in kind by group, version and kind, through its type: the bodies of
+    /// subresources (Scale, Binding, Eviction, TokenRequest).
+    Builtin(&'a str, &'a str, &'a str),
+}
+
+impl Kind<'_> {
+    fn gvk(&self) -> (&str, &str, &str) {
+        match self {
+            Kind::Of(def) => (&def.group, &def.version, &def.kind),
+            Kind::Builtin(group, version, kind) => (group, version, kind),
+        }
+    }
+}
 
 /// How unknown fields are treated (`fieldValidation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,33 +72,23 @@ pub fn parse_bytes(body: &[u8], format: BodyFormat) -> Result<Value, Status> {
 /// An object decoded from the body as `group/version, Kind=kind`: the type metadata checked
 /// against what the URL implies, unknown fields handled per `fieldValidation` (warnings
 /// are returned).
-pub fn decode_object(
-    call: &Call<'_>,
-    group: &str,
-    version: &str,
-    kind: &str,
-) -> Result<(Value, Vec<String>), Status> {
+pub fn decode_object(call: &Call<'_>, kind: Kind<'_>) -> Result<(Value, Vec<String>), Status> {
     let value = parse(call)?;
     let duplicates = duplicate_fields(call)?;
-    let (object, mut warnings) = normalize(call, value, group, version, kind)?;
+    let (object, mut warnings) = normalize(call, value, kind)?;
     warnings.extend(duplicates);
     Ok((object, warnings))
 }
 
 /// A request object whose `status` the server fills in (reviews, TokenRequest): decoded
 /// like [`decode_object`], with whatever status the client sent dropped first.
-pub fn decode_request(
-    call: &Call<'_>,
-    group: &str,
-    version: &str,
-    kind: &str,
-) -> Result<(Value, Vec<String>), Status> {
+pub fn decode_request(call: &Call<'_>, kind: Kind<'_>) -> Result<(Value, Vec<String>), Status> {
     let mut value = parse(call)?;
     if let Some(fields) = value.as_object_mut() {
         fields.remove("status");
     }
     let duplicates = duplicate_fields(call)?;
-    let (object, mut warnings) = normalize(call, value, group, version, kind)?;
+    let (object, mut warnings) = normalize(call, value, kind)?;
     warnings.extend(duplicates);
     Ok((object, warnings))
 }
@@ -107,13 +116,14 @@ pub fn duplicate_fields(call: &Call<'_>) -> Result<Vec<String>, Status> {
     Ok(messages)
 }
 
+/// A body value decoded as `as_kind`: its `apiVersion` and `kind` checked, decoded through
+/// the kind's type, unknown fields handled per `fieldValidation` (warnings are returned).
 pub fn normalize(
     call: &Call<'_>,
     value: Value,
-    group: &str,
-    version: &str,
-    kind: &str,
+    as_kind: Kind<'_>,
 ) -> Result<(Value, Vec<String>), Status> {
+    let (group, version, kind) = as_kind.gvk();
     if !value.is_object() {
         return Err(Status::bad_request(
             "the request body must be a JSON object",
@@ -153,7 +163,11 @@ pub fn normalize(
             "the kind in the data ({body_kind}) does not match the expected kind ({kind})"
         )));
     }
-    let normalized = match kinds::normalize(group, version, kind, value) {
+    let decoded = match as_kind {
+        Kind::Of(def) => Some(def.strategy.normalize(value)),
+        Kind::Builtin(..) => kinds::normalize(group, version, kind, value),
+    };
+    let normalized = match decoded {
         Some(result) => {
             result.map_err(|e| Status::bad_request(format!("error decoding {kind}: {e}")))?
         }

@@ -107,7 +107,7 @@ pub async fn delete(call: &Call<'_>) -> Result<Response, Status> {
         }
         Outcome::Deleted(object) => Ok(response::json(
             StatusCode::OK,
-            &kyb_api::status::success(call.def.group, call.def.plural, &name, meta::uid(&object)),
+            &kyb_api::status::success(&call.def.group, &call.def.plural, &name, meta::uid(&object)),
         )),
     }
 }
@@ -162,7 +162,7 @@ pub async fn delete_object(
     let (mut current, mut revision) = write::current(call, name).await?;
     // An eviction was admitted as the create it is.
     if call.subresource.is_none() {
-        let kind = (call.def.group, call.def.version, call.def.kind);
+        let kind = call.def.gvk();
         let attributes = admission::attributes(call, Operation::Delete, kind, name, Some(&current));
         admission::mutate(call, &attributes, None).await?;
         admission::validate(call, &attributes, None).await?;
@@ -172,8 +172,8 @@ pub async fn delete_object(
             && meta::uid(&current) != Some(uid.as_str())
         {
             return Err(Status::conflict(
-                def.group,
-                def.plural,
+                &def.group,
+                &def.plural,
                 name,
                 &format!(
                     "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
@@ -185,8 +185,8 @@ pub async fn delete_object(
             && *rv != revision.to_string()
         {
             return Err(Status::conflict(
-                def.group,
-                def.plural,
+                &def.group,
+                &def.plural,
                 name,
                 &format!(
                     "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {revision}"
@@ -309,30 +309,8 @@ fn mark_for_deletion(call: &Call<'_>, current: &Value, options: &DeleteOptions) 
     Some(new)
 }
 
-/// Pods bound to a node get a grace period for their kubelet; everything else is deleted at
-/// once.
-fn grace_period(def: &kyb_api::ResourceDef, current: &Value, options: &DeleteOptions) -> i64 {
-    if !(def.group.is_empty() && def.kind == "Pod") {
-        return 0;
-    }
-    let bound = current
-        .pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .is_some_and(|n| !n.is_empty());
-    let finished = matches!(
-        current.pointer("/status/phase").and_then(Value::as_str),
-        Some("Succeeded" | "Failed")
-    );
-    if !bound || finished {
-        return 0;
-    }
-    options
-        .grace_period
-        .or_else(|| {
-            current
-                .pointer("/spec/terminationGracePeriodSeconds")
-                .and_then(Value::as_i64)
-        })
-        .unwrap_or(30)
-        .max(0)
+/// The grace period the kind's strategy gives (pods bound to a node wait for their
+/// kubelet); everything else is deleted at once.
+fn grace_period(def: &kyb_api::Resource, current: &Value, options: &DeleteOptions) -> i64 {
+    def.strategy.grace_period(current, options.grace_period)
 }

@@ -73,7 +73,7 @@ pub fn record(
         time: &now,
     };
     kyb_apply::update(
-        &def.definition(),
+        def.strategy.definition().unwrap_or_default(),
         old,
         new,
         &writer,

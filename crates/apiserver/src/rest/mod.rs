@@ -1,10 +1,12 @@
-//! The generic REST engine: one set of handlers for every built-in resource.
+//! The generic REST engine: one set of handlers for every resource of the registry.
 //!
-//! A request is resolved to its [`ResourceDef`] and its resource cache, then dispatched by
-//! verb: reads (`get`, `list`) and `watch` are served from the watch cache; writes
-//! (`create`, `update`, `patch`, `delete`, `deletecollection`) go to storage with
-//! compare-and-swap, after the per-kind strategy (`strategy`) has defaulted and validated
-//! the object. Subresources (`status`, `scale`, `binding`, `eviction`) reuse the same paths.
+//! A request is resolved to its registry entry (a [`Resource`]: definition and strategy,
+//! from the snapshot the request sees) and its resource cache, then dispatched by verb:
+//! reads (`get`, `list`) and `watch` are served from the watch cache; writes (`create`,
+//! `update`, `patch`, `delete`, `deletecollection`) go to storage with compare-and-swap,
+//! after the generic strategy (`strategy`) and the kind's own (the entry's) have defaulted,
+//! prepared and validated the object. Subresources (`status`, `scale`, `binding`,
+//! `eviction`) reuse the same paths.
 
 mod body;
 mod delete;
@@ -20,7 +22,7 @@ mod token;
 mod watch;
 mod write;
 
-pub use body::{normalize as normalize_body, parse_bytes as parse_body};
+pub use body::{Kind as BodyKind, normalize as normalize_body, parse_bytes as parse_body};
 pub use service::first_ip as first_service_ip;
 
 use crate::auth::User;
@@ -30,20 +32,22 @@ use crate::negotiation::{self, Output};
 use crate::response::{self, Response};
 use bytes::Bytes;
 use http::HeaderMap;
-use kyb_api::registry::{self, Subresource};
-use kyb_api::{ResourceDef, Status};
+use kyb_api::registry::Subresource;
+use kyb_api::{Resource, Status};
 use kyb_serving::Query;
 use kyb_serving::{ResourceRequest, Verb};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// Everything a handler needs about one request.
 pub struct Call<'a> {
     pub engine: &'a Engine,
     /// Who asks (after impersonation).
     pub user: Arc<User>,
-    /// The resource as requested (its version decides the representation).
-    pub def: &'static ResourceDef,
-    pub cache: &'a ResourceCache,
+    /// The resource as requested (its version decides the representation), with its
+    /// strategy.
+    pub def: Arc<Resource>,
+    pub cache: Arc<ResourceCache>,
     pub verb: Verb,
     pub subresource: Option<Subresource>,
     pub namespace: Option<String>,
@@ -62,8 +66,13 @@ pub struct Call<'a> {
 
 impl<'a> Call<'a> {
     /// The cache's storage form of the resource.
-    pub fn storage(&self) -> &'static ResourceDef {
-        self.cache.def
+    pub fn storage(&self) -> &Arc<Resource> {
+        &self.cache.def
+    }
+
+    /// Whether the resource is requested in the version it is stored in.
+    pub fn in_storage_version(&self) -> bool {
+        self.def.same_version(self.storage())
     }
 
     pub fn key(&self, name: &str) -> String {
@@ -78,7 +87,7 @@ impl<'a> Call<'a> {
     }
 
     pub fn not_found(&self, name: &str) -> Status {
-        Status::not_found(self.def.group, self.def.plural, name)
+        Status::not_found(&self.def.group, &self.def.plural, name)
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -111,8 +120,8 @@ impl<'a> Call<'a> {
         Call {
             engine: self.engine,
             user: self.user.clone(),
-            def: self.def,
-            cache: self.cache,
+            def: self.def.clone(),
+            cache: self.cache.clone(),
             verb: self.verb,
             subresource: self.subresource,
             namespace,
@@ -137,7 +146,7 @@ pub async fn serve(
     headers: HeaderMap,
     body: Bytes,
 ) -> (Response, Vec<(String, String)>) {
-    let call = match resolve(engine, user, request, query, headers, body) {
+    let call = match resolve(engine, user, request, query, headers, body).await {
         Ok(call) => call,
         Err(status) => return (response::error(&status), Vec::new()),
     };
@@ -151,7 +160,10 @@ pub async fn serve(
     (response, annotations)
 }
 
-fn resolve(
+/// How long a request for a resource just added waits for the watch cache to load it.
+const NEW_RESOURCE_WAIT: Duration = Duration::from_secs(3);
+
+async fn resolve(
     engine: &Engine,
     user: Arc<User>,
     request: ResourceRequest,
@@ -159,8 +171,11 @@ fn resolve(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Call<'_>, Status> {
-    let def = registry::find(&request.group, &request.version, &request.resource)
-        .ok_or_else(Status::not_found_path)?;
+    let snapshot = engine.registry.snapshot();
+    let def = snapshot
+        .find(&request.group, &request.version, &request.resource)
+        .ok_or_else(Status::not_found_path)?
+        .clone();
     let subresource = match &request.subresource {
         None => None,
         Some(name) => Some(
@@ -180,10 +195,7 @@ fn resolve(
     if !def.namespaced && request.namespace.is_some() {
         return Err(Status::not_found_path());
     }
-    let cache = engine
-        .cache
-        .resource(def)
-        .ok_or_else(|| Status::internal(format!("no cache for {}", def.group_resource())))?;
+    let cache = cache_of(engine, &def, snapshot.generation()).await?;
     let accept = headers
         .get(http::header::ACCEPT)
         .and_then(|v| v.to_str().ok());
@@ -205,6 +217,33 @@ fn resolve(
         annotations: Mutex::new(Vec::new()),
         held: Mutex::new(Vec::new()),
     })
+}
+
+/// The resource cache of `def` (an entry of the registry at `generation`), once the watch
+/// cache has caught up with that generation.
+async fn cache_of(
+    engine: &Engine,
+    def: &Resource,
+    generation: u64,
+) -> Result<Arc<ResourceCache>, Status> {
+    if let Some(cache) = engine.cache.resource(def) {
+        return Ok(cache);
+    }
+    // Just added: served once loaded (as a custom resource is once established).
+    if !engine
+        .cache
+        .wait_for_registry(generation, NEW_RESOURCE_WAIT)
+        .await
+    {
+        return Err(Status::service_unavailable(format!(
+            "{} is not ready yet",
+            def.group_resource()
+        )));
+    }
+    engine
+        .cache
+        .resource(def)
+        .ok_or_else(Status::not_found_path)
 }
 
 async fn dispatch(call: &Call<'_>) -> Result<Response, Status> {
@@ -236,7 +275,7 @@ async fn dispatch(call: &Call<'_>) -> Result<Response, Status> {
 /// validation and admission as a client's.
 pub fn internal_call<'a>(
     engine: &'a Engine,
-    def: &'static ResourceDef,
+    def: &Arc<Resource>,
     verb: Verb,
     namespace: Option<&str>,
     subresource: Option<Subresource>,
@@ -248,7 +287,7 @@ pub fn internal_call<'a>(
     Ok(Call {
         engine,
         user: engine.identity.clone(),
-        def,
+        def: def.clone(),
         cache,
         verb,
         subresource,
@@ -288,14 +327,14 @@ pub async fn update_status(
 /// content up to date), through the same strategy and validation as a client's request.
 pub async fn ensure(
     engine: &Engine,
-    def: &'static ResourceDef,
+    def: &Arc<Resource>,
     object: serde_json::Value,
     update: bool,
 ) -> Result<serde_json::Value, Status> {
     let namespace = kyb_api::meta::namespace(&object).map(str::to_string);
     let name = kyb_api::meta::name(&object).unwrap_or_default().to_string();
     let call = internal_call(engine, def, Verb::Create, namespace.as_deref(), None)?;
-    let (object, _) = body::normalize(&call, object, def.group, def.version, def.kind)?;
+    let (object, _) = body::normalize(&call, object, body::Kind::Of(def))?;
     match write::create_object(&call, object.clone(), true).await {
         Err(status) if status.code == 409 && update => {
             let (updated, _) = write::guaranteed_update(&call, &name, None, |current| {

@@ -11,7 +11,7 @@ use crate::response::{self, Response};
 use crate::util;
 use http::StatusCode;
 use kyb_api::status::Cause;
-use kyb_api::{ResourceDef, Status, meta};
+use kyb_api::{Resource, Status, meta};
 use serde_json::Value;
 
 pub async fn patch(call: &Call<'_>) -> Result<Response, Status> {
@@ -37,7 +37,7 @@ pub async fn patch_object(
     call: &Call<'_>,
     name: &str,
     subresource: Option<&str>,
-    prepare: impl Fn(&'static ResourceDef, &mut Value, &Value) -> Result<(), Status>,
+    prepare: impl Fn(&Resource, &mut Value, &Value) -> Result<(), Status>,
 ) -> Result<(Value, Vec<String>), Status> {
     let format = negotiation::body_format(call.header("content-type"))?;
     if !matches!(
@@ -60,29 +60,34 @@ pub async fn patch_object(
             }],
         ));
     }
-    let definition = call.def.definition();
-    if format == BodyFormat::StrategicMergePatch && !kyb_patch::strategic::supported(&definition) {
+    // Strategic merge patch needs the merge semantics of a kind's type.
+    let definition = call
+        .def
+        .strategy
+        .definition()
+        .filter(|d| kyb_patch::strategic::supported(d));
+    if format == BodyFormat::StrategicMergePatch && definition.is_none() {
         return Err(Status::unsupported_media_type(
             "application/strategic-merge-patch+json is not supported for this resource",
         ));
     }
+    let definition = definition.unwrap_or_default();
     let patch = body::parse_bytes(&call.body, format)?;
     let mut warnings = body::duplicate_fields(call)?;
     let def = call.storage();
-    let (group, version, kind) = (call.def.group, call.def.version, call.def.kind);
     let mut unknown = Vec::new();
     let (updated, _) = guaranteed_update(call, name, None, |current| {
-        let requested = if std::ptr::eq(call.def, def) {
+        let requested = if call.in_storage_version() {
             current.clone()
         } else {
-            crate::convert::convert(def, call.def, current.clone())?
+            def.strategy.convert(current.clone(), def, &call.def)?
         };
         let patched = match format {
             BodyFormat::JsonPatch => {
                 kyb_patch::json_patch::apply(requested, &patch).map_err(patch_error)?
             }
             BodyFormat::StrategicMergePatch => {
-                kyb_patch::strategic::apply(&requested, &patch, &definition).map_err(patch_error)?
+                kyb_patch::strategic::apply(&requested, &patch, definition).map_err(patch_error)?
             }
             _ => kyb_patch::merge_patch::apply(&requested, &patch).map_err(patch_error)?,
         };
@@ -90,7 +95,7 @@ pub async fn patch_object(
         if meta::resource_version(&patched) != meta::resource_version(current) {
             return Err(write::modified(call, name));
         }
-        let (normalized, found) = body::normalize(call, patched, group, version, kind)?;
+        let (normalized, found) = body::normalize(call, patched, body::Kind::Of(&call.def))?;
         unknown = found;
         let mut new = write::check_identity(call, normalized, name)?;
         new = write::to_storage(call, new)?;
@@ -156,16 +161,11 @@ pub async fn apply(
     }
     // Unknown fields, as for any body (the normalized copy itself is not used: a partial
     // configuration must stay partial).
-    let (_, warnings) = body::normalize(
-        call,
-        config.clone(),
-        call.def.group,
-        call.def.version,
-        call.def.kind,
-    )?;
+    let (_, warnings) = body::normalize(call, config.clone(), body::Kind::Of(&call.def))?;
     let config = write::to_storage(call, config)?;
     let def = call.storage();
-    let definition = def.definition();
+    // Kinds without a type: maps granular, lists atomic.
+    let definition = def.strategy.definition().unwrap_or_default();
     let api_version = call.def.api_version();
     let now = util::now();
     let writer = kyb_apply::Writer {
@@ -183,7 +183,7 @@ pub async fn apply(
         config
     };
     let applied = |live: Option<&Value>| {
-        kyb_apply::apply(&definition, live, &config, &writer, force, reset).map_err(apply_error)
+        kyb_apply::apply(definition, live, &config, &writer, force, reset).map_err(apply_error)
     };
     for _ in 0..16 {
         let updated = guaranteed_update(call, name, None, |current| {
@@ -194,7 +194,7 @@ pub async fn apply(
                 return Err(write::modified(call, name));
             }
             let merged = applied(Some(current))?;
-            let (normalized, _) = body::normalize(call, merged, def.group, def.version, def.kind)?;
+            let (normalized, _) = body::normalize(call, merged, body::Kind::Of(def))?;
             let mut new = write::check_identity(call, normalized, name)?;
             meta::metadata_mut(&mut new).remove("resourceVersion");
             match subresource {
@@ -218,7 +218,7 @@ pub async fn apply(
         }
         // Create on apply.
         let created = applied(None)?;
-        let (created, _) = body::normalize(call, created, def.group, def.version, def.kind)?;
+        let (created, _) = body::normalize(call, created, body::Kind::Of(def))?;
         match write::create_object(call, created, false).await {
             Ok(stored) => {
                 let response = present::stored_value(call, &stored, StatusCode::CREATED)?;

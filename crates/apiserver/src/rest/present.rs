@@ -3,33 +3,37 @@
 
 use super::Call;
 use crate::cache::object::CachedObject;
-use crate::convert;
 use crate::negotiation::Output;
-use crate::printers;
 use crate::response::{self, Response};
 use http::StatusCode;
-use kyb_api::{ResourceDef, Status};
+use kyb_api::{Resource, Status};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// The object's JSON in the requested version.
 pub fn object_bytes(call: &Call<'_>, object: &CachedObject) -> Result<bytes::Bytes, Status> {
-    if std::ptr::eq(call.def, call.storage()) {
+    if call.in_storage_version() {
         return Ok(object.json.clone());
     }
     let value = object.value().map_err(Status::internal)?;
-    let converted = convert::convert(call.storage(), call.def, value)?;
+    let converted = from_storage(call, value)?;
     serde_json::to_vec(&converted)
         .map(Into::into)
         .map_err(|e| Status::internal(e.to_string()))
 }
 
+/// An object in the storage version converted to the requested one.
+fn from_storage(call: &Call<'_>, value: Value) -> Result<Value, Status> {
+    let storage = call.storage();
+    storage.strategy.convert(value, storage, &call.def)
+}
+
 fn object_value(call: &Call<'_>, object: &CachedObject) -> Result<Value, Status> {
     let value = object.value().map_err(Status::internal)?;
-    if std::ptr::eq(call.def, call.storage()) {
+    if call.in_storage_version() {
         Ok(value)
     } else {
-        convert::convert(call.storage(), call.def, value)
+        from_storage(call, value)
     }
 }
 
@@ -50,10 +54,10 @@ pub fn cached(
 
 /// One object (in the storage version, as written).
 pub fn stored_value(call: &Call<'_>, value: &Value, code: StatusCode) -> Result<Response, Status> {
-    if std::ptr::eq(call.def, call.storage()) {
+    if call.in_storage_version() {
         return Ok(value_response(call, value, code));
     }
-    let converted = convert::convert(call.storage(), call.def, value.clone())?;
+    let converted = from_storage(call, value.clone())?;
     Ok(value_response(call, &converted, code))
 }
 
@@ -64,7 +68,7 @@ pub fn value_response(call: &Call<'_>, value: &Value, code: StatusCode) -> Respo
         Output::Table(version) => {
             let revision = value.pointer("/metadata/resourceVersion").cloned();
             let table = table_for(
-                call.def,
+                &call.def,
                 version,
                 std::iter::once(value.clone()),
                 revision,
@@ -115,7 +119,7 @@ pub fn list(
                 .map(|o| object_value(call, o))
                 .collect::<Result<Vec<_>, _>>()?;
             let table = table_for(
-                call.def,
+                &call.def,
                 version,
                 values.into_iter(),
                 Some(list_meta["resourceVersion"].clone()),
@@ -152,17 +156,17 @@ pub fn partial(value: &Value, version: &str) -> Value {
 
 /// A `meta.k8s.io` Table of objects of one resource.
 pub fn table_for(
-    def: &ResourceDef,
+    def: &Resource,
     version: &str,
     objects: impl Iterator<Item = Value>,
     revision: Option<Value>,
     next: Option<String>,
 ) -> Value {
-    let now = jiff::Timestamp::now();
+    let now = std::time::SystemTime::now();
     let rows: Vec<Value> = objects
         .map(|object| {
             json!({
-                "cells": printers::cells(def.group, def.kind, &object, now),
+                "cells": def.strategy.table_cells(&object, now),
                 "object": partial(&object, version),
             })
         })
@@ -178,7 +182,7 @@ pub fn table_for(
         "kind": "Table",
         "apiVersion": format!("meta.k8s.io/{version}"),
         "metadata": metadata,
-        "columnDefinitions": printers::columns(def.group, def.kind),
+        "columnDefinitions": def.strategy.table_columns(),
         "rows": rows,
     })
 }

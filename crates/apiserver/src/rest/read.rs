@@ -85,12 +85,17 @@ pub fn filter(call: &Call<'_>) -> Result<Filter, Status> {
         .map_err(Status::bad_request)?;
     let fields = fields::Selector::parse(call.query.get("fieldSelector").unwrap_or_default())
         .map_err(Status::bad_request)?;
+    let selectable = call.def.strategy.selectable_fields();
     fields
-        .check_supported(call.def.group, call.def.kind)
+        .check_supported(selectable)
         .map_err(Status::bad_request)?;
     let mut fields = fields;
+    // Cached objects carry the storage version's fields: labels of another version are
+    // renamed to those.
     for requirement in &mut fields.requirements {
-        requirement.field = crate::convert::field_label(call.def, &requirement.field);
+        if let Some(field) = selectable.iter().find(|f| f.label == requirement.field) {
+            requirement.field = field.storage_label().to_string();
+        }
     }
     let mut filter = Filter {
         namespace: call.namespace.clone(),

@@ -16,12 +16,11 @@ use kyb_api::status::Cause;
 use serde_json::{Value, json};
 
 pub async fn create(call: &Call<'_>) -> Result<Response, Status> {
-    let (mut review, warnings) =
-        body::decode_request(call, call.def.group, call.def.version, call.def.kind)?;
+    let (mut review, warnings) = body::decode_request(call, body::Kind::Of(&call.def))?;
     for warning in warnings {
         call.warn(warning);
     }
-    let status = match call.def.kind {
+    let status = match call.def.kind.as_ref() {
         "SelfSubjectAccessReview" => access(call, &review, &call.user)?,
         "SubjectAccessReview" => {
             let user = subject(call, &review)?;
@@ -41,7 +40,7 @@ pub async fn create(call: &Call<'_>) -> Result<Response, Status> {
     };
     if let Some(fields) = review.as_object_mut() {
         fields.insert("apiVersion".into(), call.def.api_version().into());
-        fields.insert("kind".into(), call.def.kind.into());
+        fields.insert("kind".into(), call.def.kind.as_ref().into());
         fields.insert("status".into(), status);
     }
     kyb_api::meta::metadata_mut(&mut review).insert("creationTimestamp".into(), Value::Null);
@@ -51,8 +50,8 @@ pub async fn create(call: &Call<'_>) -> Result<Response, Status> {
 /// 422 for a review that is not well formed.
 fn invalid(call: &Call<'_>, field: &str, value: &str, detail: &str) -> Status {
     Status::invalid(
-        call.def.group,
-        call.def.kind,
+        &call.def.group,
+        &call.def.kind,
         "",
         &[Cause {
             reason: "FieldValueInvalid".into(),

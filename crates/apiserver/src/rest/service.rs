@@ -134,7 +134,7 @@ pub async fn create(
             }
         }
     }
-    crate::validation::validate_create(call.def, &object)?;
+    call.def.strategy.validate(&object)?;
     super::write::validate_create_admission(call, &object).await?;
     if dry_run {
         return Ok(object);

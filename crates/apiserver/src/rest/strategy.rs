@@ -1,28 +1,12 @@
-//! What Kubernetes' per-kind strategies do around writes, generically: system metadata on
+//! What Kubernetes' registry does around writes for every kind (`BeforeCreate`,
+//! `BeforeUpdate`), calling the entry's strategy for the kind's own part: system metadata on
 //! create, what an update may change (spec vs status), `metadata.generation`, and the
 //! namespace lifecycle rule.
 
 use super::Call;
 use crate::util;
-use crate::validation;
-use kyb_api::{ResourceDef, Status, meta};
+use kyb_api::{Resource, Status, meta};
 use serde_json::{Map, Value};
-
-/// Kinds whose `metadata.generation` counts spec changes.
-pub fn tracks_generation(def: &ResourceDef) -> bool {
-    matches!(
-        (def.group, def.kind),
-        ("apps", _)
-            | ("", "ReplicationController")
-            | ("batch", _)
-            | ("autoscaling", "HorizontalPodAutoscaler")
-            | ("policy", "PodDisruptionBudget")
-            | ("networking.k8s.io", "Ingress" | "NetworkPolicy")
-            | ("apiextensions.k8s.io", "CustomResourceDefinition")
-            | ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy")
-            | ("scheduling.x-k8s.io", _)
-    ) && def.kind != "ControllerRevision"
-}
 
 /// Everything but metadata and status: what a generation counts.
 fn spec_of(object: &Value) -> Map<String, Value> {
@@ -42,8 +26,8 @@ fn spec_of(object: &Value) -> Map<String, Value> {
 /// Prepares a new object: defaults, namespace and name, system metadata, and the kind's
 /// create-time preparation. Validation comes after (Services allocate addresses first).
 pub fn prepare_create(call: &Call<'_>, object: &mut Value) -> Result<(), Status> {
-    let def = call.def;
-    validation::default_object(def, object);
+    let def = &call.def;
+    def.strategy.default(object);
     {
         let metadata = meta::metadata_mut(object);
         set_namespace(call, metadata)?;
@@ -70,13 +54,13 @@ pub fn prepare_create(call: &Call<'_>, object: &mut Value) -> Result<(), Status>
         ] {
             metadata.remove(field);
         }
-        if tracks_generation(def) {
+        if def.strategy.tracks_generation() {
             metadata.insert("generation".into(), 1.into());
         } else {
             metadata.remove("generation");
         }
     }
-    validation::prepare_for_create(def, object);
+    def.strategy.prepare_for_create(object);
     Ok(())
 }
 
@@ -108,12 +92,13 @@ pub async fn check_namespace(call: &Call<'_>) -> Result<(), Status> {
     let (true, Some(namespace)) = (call.def.namespaced, call.namespace.as_deref()) else {
         return Ok(());
     };
-    let Some(namespaces) = kyb_api::registry::find("", "v1", "namespaces") else {
+    let snapshot = call.engine.registry.snapshot();
+    let Some(namespaces) = snapshot.find("", "v1", "namespaces") else {
         return Ok(());
     };
     let cache = call.engine.cache.resource(namespaces);
     let key = namespaces.key(None, namespace);
-    let mut found = cache.and_then(|c| c.get(&key));
+    let mut found = cache.as_ref().and_then(|c| c.get(&key));
     if found.is_none() {
         // It may have been created a moment ago: read it consistently before refusing.
         call.engine.fresh().await;
@@ -132,21 +117,21 @@ pub async fn check_namespace(call: &Call<'_>) -> Result<(), Status> {
             call.def.plural,
             call.name.as_deref().unwrap_or_default()
         ))
-        .with_details(call.def.group, call.def.plural, call.name.as_deref().unwrap_or_default()));
+        .with_details(&call.def.group, &call.def.plural, call.name.as_deref().unwrap_or_default()));
     }
     Ok(())
 }
 
 /// Carries over from `old` what an update of the main resource may not change, then
 /// validates. `new` already has its name and namespace checked.
-pub fn prepare_update(def: &ResourceDef, new: &mut Value, old: &Value) -> Result<(), Status> {
+pub fn prepare_update(def: &Resource, new: &mut Value, old: &Value) -> Result<(), Status> {
     let name = meta::name(old).unwrap_or_default().to_string();
     if let (Some(new_uid), Some(old_uid)) = (meta::uid(new), meta::uid(old))
         && new_uid != old_uid
     {
         return Err(Status::conflict(
-            def.group,
-            def.plural,
+            &def.group,
+            &def.plural,
             &name,
             &format!(
                 "Precondition failed: UID in precondition: {new_uid}, UID in object meta: {old_uid}"
@@ -175,8 +160,8 @@ pub fn prepare_update(def: &ResourceDef, new: &mut Value, old: &Value) -> Result
             .any(|f| !old_finalizers.contains(f))
         {
             return Err(Status::invalid(
-                def.group,
-                def.kind,
+                &def.group,
+                &def.kind,
                 &name,
                 &[kyb_api::status::Cause {
                     reason: "FieldValueForbidden".into(),
@@ -188,9 +173,9 @@ pub fn prepare_update(def: &ResourceDef, new: &mut Value, old: &Value) -> Result
             ));
         }
     }
-    validation::default_object(def, new);
+    def.strategy.default(new);
     // Keeps what only /status may change, and what the kind keeps across updates.
-    validation::prepare_for_update(def, new, old);
+    def.strategy.prepare_for_update(new, old);
     update_generation(def, new, old);
     if meta::resource_version(new).is_none()
         && let Some(rv) = meta::resource_version(old)
@@ -198,24 +183,24 @@ pub fn prepare_update(def: &ResourceDef, new: &mut Value, old: &Value) -> Result
         let rv = rv.to_string();
         meta::metadata_mut(new).insert("resourceVersion".into(), rv.into());
     }
-    validation::validate_update(def, new, old)
+    def.strategy.validate_update(new, old)
 }
 
 /// An update through `/status`: the stored object with the new status.
-pub fn prepare_status_update(def: &ResourceDef, new: &Value, old: &Value) -> Result<Value, Status> {
+pub fn prepare_status_update(def: &Resource, new: &Value, old: &Value) -> Result<Value, Status> {
     let mut result = new.clone();
-    validation::prepare_for_status_update(def, &mut result, old);
+    def.strategy.prepare_for_status_update(&mut result, old);
     if meta::resource_version(&result).is_none()
         && let Some(rv) = meta::resource_version(old)
     {
         let rv = rv.to_string();
         meta::metadata_mut(&mut result).insert("resourceVersion".into(), rv.into());
     }
-    validation::validate_status_update(def, &result, old)?;
+    def.strategy.validate_status_update(&result, old)?;
     Ok(result)
 }
 
-fn update_generation(def: &ResourceDef, new: &mut Value, old: &Value) {
+fn update_generation(def: &Resource, new: &mut Value, old: &Value) {
     let old_generation = meta::metadata(old)
         .and_then(|m| m.get("generation"))
         .and_then(Value::as_i64);
@@ -228,7 +213,7 @@ fn update_generation(def: &ResourceDef, new: &mut Value, old: &Value) {
             metadata.remove("generation");
         }
     }
-    if tracks_generation(def) && spec_of(new) != spec_of(old) {
+    if def.strategy.tracks_generation() && spec_of(new) != spec_of(old) {
         let next = old_generation.unwrap_or(0) + 1;
         meta::metadata_mut(new).insert("generation".into(), next.into());
     }

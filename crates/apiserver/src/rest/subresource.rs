@@ -10,8 +10,8 @@ use crate::cache::shallow;
 use crate::negotiation::{self, BodyFormat};
 use crate::response::{self, Response};
 use http::StatusCode;
-use kyb_api::registry::Subresource;
-use kyb_api::{ResourceDef, Status, meta};
+use kyb_api::registry::{ScalePaths, SelectorForm, Subresource};
+use kyb_api::{Resource, Status, meta};
 use kyb_serving::Verb;
 use serde_json::{Value, json};
 
@@ -42,7 +42,7 @@ pub async fn serve(call: &Call<'_>, sub: Subresource) -> Result<Response, Status
             let value = object.value().map_err(Status::internal)?;
             Ok(response::json(
                 StatusCode::OK,
-                &scale_of(call.storage(), &value),
+                &scale_of(call.storage(), &value)?,
             ))
         }
         (Subresource::Scale, Verb::Update | Verb::Patch) => scale_update(call, &name).await,
@@ -60,8 +60,7 @@ pub async fn serve(call: &Call<'_>, sub: Subresource) -> Result<Response, Status
 }
 
 async fn status_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
-    let (object, warnings) =
-        body::decode_object(call, call.def.group, call.def.version, call.def.kind)?;
+    let (object, warnings) = body::decode_object(call, body::Kind::Of(&call.def))?;
     let object = write::check_identity(call, object, name)?;
     let object = write::to_storage(call, object)?;
     let precondition = meta::resource_version(&object).map(str::to_string);
@@ -78,8 +77,9 @@ async fn status_update(call: &Call<'_>, name: &str) -> Result<Response, Status> 
     ))
 }
 
-/// The autoscaling/v1 Scale of a scalable object.
-pub(super) fn scale_of(def: &ResourceDef, object: &Value) -> Value {
+/// The autoscaling/v1 Scale of a scalable object, read where its strategy says.
+pub(super) fn scale_of(def: &Resource, object: &Value) -> Result<Value, Status> {
+    let paths = scale_paths(def)?;
     let metadata = meta::metadata(object);
     let field = |name: &str| {
         metadata
@@ -87,14 +87,17 @@ pub(super) fn scale_of(def: &ResourceDef, object: &Value) -> Value {
             .cloned()
             .unwrap_or(Value::Null)
     };
-    let selector = match object.pointer("/spec/selector") {
-        // ReplicationControllers select with a plain map.
-        Some(Value::Object(map)) if def.kind == "ReplicationController" => map
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-            .collect::<Vec<_>>()
-            .join(","),
-        Some(selector) => selector_string(selector),
+    let selector = match &paths.label_selector {
+        Some((path, form)) => match (object.pointer(path), form) {
+            (Some(Value::Object(map)), SelectorForm::Map) => map
+                .iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(","),
+            (Some(Value::String(text)), SelectorForm::Text) => text.clone(),
+            (Some(selector), SelectorForm::LabelSelector) => selector_string(selector),
+            _ => String::new(),
+        },
         None => String::new(),
     };
     let mut scale_meta = json!({
@@ -106,16 +109,38 @@ pub(super) fn scale_of(def: &ResourceDef, object: &Value) -> Value {
     if def.namespaced {
         scale_meta["namespace"] = field("namespace");
     }
-    json!({
+    let replicas = |path: &str| object.pointer(path).and_then(Value::as_i64);
+    Ok(json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": scale_meta,
-        "spec": {"replicas": object.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1)},
+        "spec": {"replicas": replicas(&paths.spec_replicas).unwrap_or(1)},
         "status": {
-            "replicas": object.pointer("/status/replicas").and_then(Value::as_i64).unwrap_or(0),
+            "replicas": replicas(&paths.status_replicas).unwrap_or(0),
             "selector": selector,
         },
-    })
+    }))
+}
+
+fn scale_paths(def: &Resource) -> Result<&ScalePaths, Status> {
+    def.strategy
+        .scale()
+        .ok_or_else(|| Status::internal(format!("{} has no scale paths", def.group_resource())))
+}
+
+/// Writes the desired replicas where the strategy keeps them (in an existing parent:
+/// `spec`, for the built-in kinds).
+pub(super) fn set_replicas(
+    def: &Resource,
+    object: &mut Value,
+    replicas: i64,
+) -> Result<(), Status> {
+    let path = &scale_paths(def)?.spec_replicas;
+    let (parent, field) = path.rsplit_once('/').unwrap_or(("", path));
+    if let Some(parent) = object.pointer_mut(parent).and_then(Value::as_object_mut) {
+        parent.insert(field.to_string(), replicas.into());
+    }
+    Ok(())
 }
 
 /// A `metav1.LabelSelector` in the query syntax.
@@ -163,7 +188,9 @@ async fn scale_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
         None
     };
     let put_body = match &patch_body {
-        None => Some(body::decode_object(call, "autoscaling", "v1", "Scale")?.0),
+        None => {
+            Some(body::decode_object(call, body::Kind::Builtin("autoscaling", "v1", "Scale"))?.0)
+        }
         Some(_) => None,
     };
     let precondition = put_body
@@ -176,7 +203,7 @@ async fn scale_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
         let scale = match (&put_body, &patch_body) {
             (Some(scale), _) => scale.clone(),
             (None, Some(patch)) => {
-                let current_scale = scale_of(def, current);
+                let current_scale = scale_of(def, current)?;
                 // A Scale has no lists: a strategic merge patch is a merge patch here.
                 match format {
                     BodyFormat::JsonPatch => kyb_patch::json_patch::apply(current_scale, patch),
@@ -206,20 +233,18 @@ async fn scale_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
             ));
         }
         let mut new = current.clone();
-        if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
-            spec.insert("replicas".into(), replicas.into());
-        }
+        set_replicas(def, &mut new, replicas)?;
         meta::metadata_mut(&mut new).remove("resourceVersion");
         strategy::prepare_update(def, &mut new, current)?;
         managed::record(call, Some(current), &mut new, Some("scale"))?;
         Ok(new)
     })
     .await?;
-    Ok(response::json(StatusCode::OK, &scale_of(def, &updated)))
+    Ok(response::json(StatusCode::OK, &scale_of(def, &updated)?))
 }
 
 async fn binding(call: &Call<'_>, name: &str) -> Result<Response, Status> {
-    let (mut binding, _) = body::decode_object(call, "", "v1", "Binding")?;
+    let (mut binding, _) = body::decode_object(call, body::Kind::Builtin("", "v1", "Binding"))?;
     admit_create(call, name, ("", "v1", "Binding"), &mut binding).await?;
     let node = binding
         .pointer("/target/name")
@@ -431,7 +456,8 @@ const EVICTION_ATTEMPTS: usize = 20;
 /// `AlwaysAllow`, or (`IfHealthyBudget`, the default) while the budget has its desired
 /// healthy pods. A dry run records nothing.
 async fn eviction(call: &Call<'_>, name: &str) -> Result<Response, Status> {
-    let (mut eviction, _) = body::decode_object(call, "policy", "v1", "Eviction")?;
+    let (mut eviction, _) =
+        body::decode_object(call, body::Kind::Builtin("policy", "v1", "Eviction"))?;
     admit_create(call, name, ("policy", "v1", "Eviction"), &mut eviction).await?;
     if meta::name(&eviction).is_some_and(|n| !n.is_empty() && n != name) {
         return Err(Status::bad_request(
@@ -489,7 +515,8 @@ async fn evict(
     }
     let budget_name = meta::name(&budget).unwrap_or_default().to_string();
     let namespace = meta::namespace(pod).unwrap_or_default().to_string();
-    let Some(pdbs) = kyb_api::registry::find("policy", "v1", "poddisruptionbudgets") else {
+    let snapshot = call.engine.registry.snapshot();
+    let Some(pdbs) = snapshot.find("policy", "v1", "poddisruptionbudgets") else {
         return Err(Status::internal("poddisruptionbudgets is not registered"));
     };
     let status_call = super::internal_call(
@@ -581,7 +608,8 @@ async fn delete_evicted(
 
 /// The PodDisruptionBudgets of the pod's namespace whose selector matches it.
 fn disruption_budgets(call: &Call<'_>, pod: &Value) -> Result<Vec<Value>, Status> {
-    let Some(pdbs) = kyb_api::registry::find("policy", "v1", "poddisruptionbudgets") else {
+    let snapshot = call.engine.registry.snapshot();
+    let Some(pdbs) = snapshot.find("policy", "v1", "poddisruptionbudgets") else {
         return Ok(Vec::new());
     };
     let Some(cache) = call.engine.cache.resource(pdbs) else {
@@ -713,7 +741,7 @@ fn set_disruption_allowed_false(status: &mut Value) {
 }
 
 async fn finalize(call: &Call<'_>, name: &str) -> Result<Response, Status> {
-    let (object, _) = body::decode_object(call, "", "v1", "Namespace")?;
+    let (object, _) = body::decode_object(call, body::Kind::Of(&call.def))?;
     let object = write::check_identity(call, object, name)?;
     let finalizers = object.pointer("/spec/finalizers").cloned();
     let precondition = meta::resource_version(&object).map(str::to_string);

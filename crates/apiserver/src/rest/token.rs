@@ -20,8 +20,10 @@ pub async fn create(call: &Call<'_>, name: &str) -> Result<Response, Status> {
             "service account tokens are not configured on this server",
         ));
     };
-    let (mut request, warnings) =
-        body::decode_request(call, "authentication.k8s.io", "v1", "TokenRequest")?;
+    let (mut request, warnings) = body::decode_request(
+        call,
+        body::Kind::Builtin("authentication.k8s.io", "v1", "TokenRequest"),
+    )?;
     for warning in warnings {
         call.warn(warning);
     }

@@ -11,7 +11,7 @@ use crate::cache::{CacheEvent, EventType, Subscription, WatchError};
 use crate::negotiation::Output;
 use crate::response::{self, Response};
 use bytes::Bytes;
-use kyb_api::{ResourceDef, Status};
+use kyb_api::{Resource, Status};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,12 +59,7 @@ pub async fn watch(call: &Call<'_>) -> Result<Response, Status> {
 
     let (tx, response) = response::stream();
     let cache = call.engine.cache.clone();
-    let resource = call
-        .engine
-        .cache
-        .resource(call.def)
-        .cloned()
-        .ok_or_else(|| Status::internal("no cache"))?;
+    let resource = call.cache.clone();
     let subscription = match (resource_version, initial_events) {
         (None, _) | (Some("0"), _) => {
             if resource_version.is_none() {
@@ -94,8 +89,8 @@ pub async fn watch(call: &Call<'_>) -> Result<Response, Status> {
         }
     };
     let stream = Stream {
-        def: call.def,
-        storage: call.storage(),
+        def: call.def.clone(),
+        storage: call.storage().clone(),
         output: call.output,
         filter,
         tx,
@@ -106,8 +101,8 @@ pub async fn watch(call: &Call<'_>) -> Result<Response, Status> {
 }
 
 struct Stream {
-    def: &'static ResourceDef,
-    storage: &'static ResourceDef,
+    def: Arc<Resource>,
+    storage: Arc<Resource>,
     output: Output,
     filter: Filter,
     tx: mpsc::Sender<Bytes>,
@@ -166,7 +161,7 @@ impl Stream {
 
     /// Sends an event if the watcher's filter lets it through; false when the client is gone.
     async fn send_event(&mut self, event: &CacheEvent) -> bool {
-        let matches = |o: &CachedObject| self.filter.matches(self.storage, o);
+        let matches = |o: &CachedObject| self.filter.matches(&self.storage, o);
         let now = matches(&event.object);
         let before = event.prev.as_deref().is_some_and(matches);
         let mut last_state = None;
@@ -179,7 +174,7 @@ impl Stream {
                 (false, true) => match event
                     .prev
                     .as_deref()
-                    .map(|p| p.at_revision(self.storage, event.revision))
+                    .map(|p| p.at_revision(&self.storage, event.revision))
                 {
                     // Left the filter: a deletion of what the watcher last saw.
                     Some(Ok(last)) => {
@@ -200,7 +195,7 @@ impl Stream {
     }
 
     fn encode(&mut self, kind: &str, object: &CachedObject) -> Option<Bytes> {
-        let same_version = std::ptr::eq(self.def, self.storage);
+        let same_version = self.def.same_version(&self.storage);
         if self.output == Output::Json && same_version {
             let mut frame = Vec::with_capacity(object.json.len() + 32);
             frame.extend_from_slice(b"{\"type\":\"");
@@ -212,14 +207,18 @@ impl Stream {
         }
         let mut value = object.value().ok()?;
         if !same_version {
-            value = crate::convert::convert(self.storage, self.def, value).ok()?;
+            value = self
+                .storage
+                .strategy
+                .convert(value, &self.storage, &self.def)
+                .ok()?;
         }
         let value = match self.output {
             Output::Json | Output::Discovery(_) => value,
             Output::Table(version) => {
                 let revision = value.pointer("/metadata/resourceVersion").cloned();
                 let mut table =
-                    present::table_for(self.def, version, std::iter::once(value), revision, None);
+                    present::table_for(&self.def, version, std::iter::once(value), revision, None);
                 if !self.first_table {
                     table["columnDefinitions"] = Value::Null;
                 }

@@ -17,8 +17,7 @@ pub async fn create(call: &Call<'_>) -> Result<Response, Status> {
             call.def.plural
         )));
     }
-    let (object, warnings) =
-        body::decode_object(call, call.def.group, call.def.version, call.def.kind)?;
+    let (object, warnings) = body::decode_object(call, body::Kind::Of(&call.def))?;
     let object = to_storage(call, object)?;
     let created = create_object(call, object, true).await?;
     let response = present::stored_value(call, &created, StatusCode::CREATED)?;
@@ -33,15 +32,13 @@ pub async fn create_object(
     mut object: Value,
     record: bool,
 ) -> Result<Value, Status> {
-    if !(call.def.group.is_empty() && call.def.kind == "Namespace") {
-        strategy::check_namespace(call).await?;
-    }
+    strategy::check_namespace(call).await?;
     let dry_run = call.query.dry_run()?;
     // Mutating admission sees the defaulted object, before the system fields are set.
-    crate::validation::default_object(call.storage(), &mut object);
+    call.storage().strategy.default(&mut object);
     {
         let name = meta::name(&object).unwrap_or_default().to_string();
-        let kind = (call.def.group, call.def.version, call.def.kind);
+        let kind = call.def.gvk();
         let attributes = admission::attributes(call, Operation::Create, kind, &name, None);
         admission::mutate(call, &attributes, Some(&mut object)).await?;
     }
@@ -54,7 +51,7 @@ pub async fn create_object(
     if call.def.group.is_empty() && call.def.kind == "Service" {
         return service::create(call, object, &key, dry_run).await;
     }
-    crate::validation::validate_create(call.def, &object)?;
+    call.def.strategy.validate(&object)?;
     validate_create_admission(call, &object).await?;
     if dry_run {
         return Ok(object);
@@ -65,7 +62,7 @@ pub async fn create_object(
 /// The validating admission of a new object, once it is prepared and valid.
 pub async fn validate_create_admission(call: &Call<'_>, object: &Value) -> Result<(), Status> {
     let name = meta::name(object).unwrap_or_default();
-    let kind = (call.def.group, call.def.version, call.def.kind);
+    let kind = call.def.gvk();
     let attributes = admission::attributes(call, Operation::Create, kind, name, None);
     admission::validate(call, &attributes, Some(object)).await
 }
@@ -79,8 +76,8 @@ pub async fn store_new(call: &Call<'_>, key: &str, mut object: Value) -> Result<
             Ok(object)
         }
         Err(kyb_storage::Error::AlreadyExists { .. }) => Err(Status::already_exists(
-            call.def.group,
-            call.def.plural,
+            &call.def.group,
+            &call.def.plural,
             meta::name(&object).unwrap_or_default(),
         )),
         Err(other) => Err(storage_error(other)),
@@ -89,8 +86,7 @@ pub async fn store_new(call: &Call<'_>, key: &str, mut object: Value) -> Result<
 
 pub async fn update(call: &Call<'_>) -> Result<Response, Status> {
     let name = call.name()?.to_string();
-    let (object, warnings) =
-        body::decode_object(call, call.def.group, call.def.version, call.def.kind)?;
+    let (object, warnings) = body::decode_object(call, body::Kind::Of(&call.def))?;
     let object = check_identity(call, object, &name)?;
     let object = to_storage(call, object)?;
     let precondition = meta::resource_version(&object).map(str::to_string);
@@ -130,10 +126,11 @@ pub fn check_identity(call: &Call<'_>, mut object: Value, name: &str) -> Result<
 
 /// Converts a body in the requested version to the storage version.
 pub fn to_storage(call: &Call<'_>, object: Value) -> Result<Value, Status> {
-    if std::ptr::eq(call.def, call.storage()) {
+    if call.in_storage_version() {
         Ok(object)
     } else {
-        crate::convert::convert(call.def, call.storage(), object)
+        let storage = call.storage();
+        storage.strategy.convert(object, &call.def, storage)
     }
 }
 
@@ -220,7 +217,7 @@ async fn admit_update(
     let def = call.storage();
     match call.subresource {
         None | Some(Subresource::Status) | Some(Subresource::Finalize) => {
-            let kind = (call.def.group, call.def.version, call.def.kind);
+            let kind = call.def.gvk();
             let attributes =
                 admission::attributes(call, Operation::Update, kind, name, Some(current));
             let before = new.clone();
@@ -237,8 +234,8 @@ async fn admit_update(
             admission::validate(call, &attributes, Some(new)).await
         }
         Some(Subresource::Scale) => {
-            let old_scale = super::subresource::scale_of(def, current);
-            let mut scale = super::subresource::scale_of(def, new);
+            let old_scale = super::subresource::scale_of(def, current)?;
+            let mut scale = super::subresource::scale_of(def, new)?;
             let attributes = admission::attributes(
                 call,
                 Operation::Update,
@@ -253,9 +250,7 @@ async fn admit_update(
                     .pointer("/spec/replicas")
                     .and_then(Value::as_i64)
                     .unwrap_or(0);
-                if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
-                    spec.insert("replicas".into(), replicas.into());
-                }
+                super::subresource::set_replicas(def, new, replicas)?;
                 strategy::prepare_update(def, new, current)?;
             }
             admission::validate(call, &attributes, Some(&scale)).await
@@ -284,8 +279,8 @@ fn no_spec_finalizers(object: &Value) -> bool {
 
 pub fn modified(call: &Call<'_>, name: &str) -> Status {
     Status::conflict(
-        call.def.group,
-        call.def.plural,
+        &call.def.group,
+        &call.def.plural,
         name,
         "the object has been modified; please apply your changes to the latest version and try again",
     )

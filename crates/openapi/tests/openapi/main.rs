@@ -6,7 +6,7 @@
 //! decides from our PATCH operations to ask for server-side field validation.
 //! Skipped (with a note) when kubectl is not on the PATH.
 
-use kyb_openapi::{Documents, builtin_resource_specs};
+use kyb_openapi::{Documents, ResourceSpec};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -201,7 +201,12 @@ fn start() -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
     let port = listener.local_addr().expect("local address").port();
     let state = Arc::new(State {
-        docs: Documents::new(builtin_resource_specs()),
+        docs: Documents::new(
+            kyb_api::registry::BUILTIN
+                .iter()
+                .map(ResourceSpec::of)
+                .collect(),
+        ),
         port,
         requests: Mutex::new(Vec::new()),
         pod: Mutex::new(None),

@@ -28,7 +28,7 @@ use serde_json::Value;
 pub(crate) type CellsFn = fn(&Value, Timestamp) -> Vec<Value>;
 
 /// The table layout of one kind.
-pub(crate) struct Printer {
+pub struct Printer {
     pub(crate) columns: &'static [Column],
     pub(crate) cells: CellsFn,
 }

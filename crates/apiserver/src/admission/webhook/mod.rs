@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use client::{Endpoint, TlsConfigs};
 use kyb_api::labels::Selector;
-use kyb_api::registry::ResourceDef;
+use kyb_api::registry::{Resource, ResourceDef, Snapshot};
 use kyb_api::{Status, meta};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -88,32 +88,34 @@ impl Hook {
 
     /// The version of the requested resource this webhook's rules select: the request's
     /// own, or (matchPolicy Equivalent) another version of the same resource.
-    fn version_for(&self, attributes: &Attributes<'_>) -> Option<&'static ResourceDef> {
+    fn version_for(
+        &self,
+        attributes: &Attributes<'_>,
+        snapshot: &Snapshot,
+    ) -> Option<Arc<Resource>> {
         let resource = attributes.resource;
         let matches = |def: &ResourceDef| {
             self.rules.iter().any(|rule| {
                 rule.matches(
                     attributes.operation,
-                    def.group,
-                    def.version,
-                    def.plural,
+                    &def.group,
+                    &def.version,
+                    &def.plural,
                     attributes.subresource,
                     def.namespaced,
                 )
             })
         };
         if matches(resource) {
-            return Some(resource);
+            return Some(resource.clone());
         }
         if !self.equivalent {
             return None;
         }
-        kyb_api::registry::BUILTIN.iter().find(|def| {
-            def.group == resource.group
-                && def.plural == resource.plural
-                && !std::ptr::eq(*def, resource)
-                && matches(def)
-        })
+        snapshot
+            .versions(&resource.group, &resource.plural)
+            .find(|def| !def.same_version(resource) && matches(def))
+            .cloned()
     }
 }
 
@@ -134,8 +136,10 @@ impl Index {
     /// The current webhooks, in the order they are called.
     fn hooks(&self, cache: &WatchCache, cel: &kyb_cel::ExpressionCache) -> Arc<Vec<Arc<Hook>>> {
         let (group, plural) = self.group_resource;
-        let Some(resource) =
-            kyb_api::registry::find_stored(group, plural).and_then(|def| cache.resource(def))
+        let snapshot = cache.registry().snapshot();
+        let Some(resource) = snapshot
+            .find_stored(group, plural)
+            .and_then(|def| cache.resource(def))
         else {
             return Arc::new(Vec::new());
         };
@@ -189,17 +193,20 @@ pub struct MutatingWebhooks(pub Arc<Webhooks>);
 pub struct ValidatingWebhooks(pub Arc<Webhooks>);
 
 /// Whether any webhook's rules could select the request (cheap; selectors come later).
-fn any_rule(hooks: &[Arc<Hook>], attributes: &Attributes<'_>) -> bool {
+fn any_rule(hooks: &[Arc<Hook>], attributes: &Attributes<'_>, snapshot: &Snapshot) -> bool {
     hooks
         .iter()
-        .any(|hook| hook.version_for(attributes).is_some())
+        .any(|hook| hook.version_for(attributes, snapshot).is_some())
 }
+
+/// A webhook selected for a request, with the version of the resource it is sent.
+type Selected = (Arc<Hook>, Arc<Resource>);
 
 /// What one call is about.
 struct Invocation<'a> {
     attributes: &'a Attributes<'a>,
     /// The version of the resource the webhook asked for.
-    def: &'static ResourceDef,
+    def: &'a Arc<Resource>,
     object: Option<&'a Value>,
 }
 
@@ -213,12 +220,13 @@ impl Webhooks {
         hooks: &[Arc<Hook>],
         attributes: &Attributes<'_>,
         object: Option<&Value>,
-    ) -> Result<Vec<(Arc<Hook>, &'static ResourceDef)>, Status> {
+        snapshot: &Snapshot,
+    ) -> Result<Vec<Selected>, Status> {
         let cache = &context.engine.cache;
         let mut namespace_labels = None;
         let mut selected = Vec::new();
         for hook in hooks {
-            let Some(def) = hook.version_for(attributes) else {
+            let Some(def) = hook.version_for(attributes, snapshot) else {
                 continue;
             };
             if !hook.namespace_selector.is_empty() {
@@ -237,7 +245,7 @@ impl Webhooks {
                 continue;
             }
             if let Some(conditions) = &hook.match_conditions {
-                let request = review_request(attributes, def, object, "");
+                let request = review_request(attributes, &def, object, "");
                 let input = kyb_cel::Input {
                     object,
                     old_object: attributes.old_object,
@@ -325,16 +333,12 @@ impl Webhooks {
 }
 
 /// An object in the version a webhook asked for (objects travel in the storage version).
-fn to_version(
-    context: &Context<'_>,
-    def: &'static ResourceDef,
-    object: &Value,
-) -> Result<Value, Status> {
+fn to_version(context: &Context<'_>, def: &Resource, object: &Value) -> Result<Value, Status> {
     let storage = context.call.storage();
-    if std::ptr::eq(storage, def) || def.storage_version == def.version {
+    if storage.same_version(def) || def.storage_version == def.version {
         Ok(object.clone())
     } else {
-        crate::convert::convert(storage, def, object.clone())
+        storage.strategy.convert(object.clone(), storage, def)
     }
 }
 
@@ -441,10 +445,15 @@ impl Plugin for MutatingWebhooks {
         let hooks = webhooks
             .mutating
             .hooks(&context.engine.cache, &webhooks.cel);
-        if hooks.is_empty() || !any_rule(&hooks, attributes) {
+        if hooks.is_empty() {
             return Ok(());
         }
-        let selected = webhooks.selected(context, &hooks, attributes, object.as_deref())?;
+        let snapshot = context.engine.registry.snapshot();
+        if !any_rule(&hooks, attributes, &snapshot) {
+            return Ok(());
+        }
+        let selected =
+            webhooks.selected(context, &hooks, attributes, object.as_deref(), &snapshot)?;
         // Which webhooks ran before the object last changed (candidates for reinvocation).
         let mut last_change = None;
         for (index, (hook, def)) in selected.iter().enumerate() {
@@ -486,7 +495,7 @@ async fn mutate_once(
     context: &Context<'_>,
     attributes: &Attributes<'_>,
     hook: &Hook,
-    def: &'static ResourceDef,
+    def: &Arc<Resource>,
     object: Option<&mut Value>,
     round: &str,
 ) -> Result<bool, Status> {
@@ -527,16 +536,16 @@ async fn mutate_once(
     let patched = kyb_patch::json_patch::apply(versioned, &patch)
         .map_err(|e| failure(format!("applying the patch: {}", e.status_message())))?;
     // What came back is decoded through the kind's type and defaulted, like any body.
-    let (group, version, kind) = (def.group, def.version, def.kind);
-    let (normalized, _) = crate::rest::normalize_body(context.call, patched, group, version, kind)
-        .map_err(|status| failure(status.message))?;
-    let mut stored =
-        if std::ptr::eq(context.call.storage(), def) || def.storage_version == def.version {
-            normalized
-        } else {
-            crate::convert::convert(def, context.call.storage(), normalized)?
-        };
-    crate::validation::default_object(context.call.storage(), &mut stored);
+    let (normalized, _) =
+        crate::rest::normalize_body(context.call, patched, crate::rest::BodyKind::Of(def))
+            .map_err(|status| failure(status.message))?;
+    let storage = context.call.storage();
+    let mut stored = if storage.same_version(def) || def.storage_version == def.version {
+        normalized
+    } else {
+        storage.strategy.convert(normalized, def, storage)?
+    };
+    storage.strategy.default(&mut stored);
     if *object == stored {
         return Ok(false);
     }
@@ -564,10 +573,14 @@ impl Plugin for ValidatingWebhooks {
         let hooks = webhooks
             .validating
             .hooks(&context.engine.cache, &webhooks.cel);
-        if hooks.is_empty() || !any_rule(&hooks, attributes) {
+        if hooks.is_empty() {
             return Ok(());
         }
-        let selected = webhooks.selected(context, &hooks, attributes, object)?;
+        let snapshot = context.engine.registry.snapshot();
+        if !any_rule(&hooks, attributes, &snapshot) {
+            return Ok(());
+        }
+        let selected = webhooks.selected(context, &hooks, attributes, object, &snapshot)?;
         // Every selected webhook is called at once; the first refusal (in order) wins.
         let calls = selected.iter().map(|(hook, def)| {
             let invocation = Invocation {
