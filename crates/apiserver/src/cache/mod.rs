@@ -803,4 +803,73 @@ mod tests {
         assert!(cache.lookup_shared("", "pods", Some("ns"), "p").is_none());
         Ok(())
     }
+
+    #[tokio::test]
+    async fn a_resource_added_while_objects_are_written_is_loaded_without_a_gap()
+    -> anyhow::Result<()> {
+        let dir = kyb_testkit::temp_dir("watch-cache-added")?;
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::open(
+            dir.path(),
+            &EmbeddedOptions::default(),
+        )?);
+        let registry = Arc::new(crate::strategies::registry()?);
+        let cache = WatchCache::start(store.clone(), registry.clone()).await?;
+        let def = ResourceDef::custom("example.com", "v1", "Widget", "widgets", true);
+        let key = |i: usize| format!("{}/ns/w{i:03}", def.storage_prefix);
+        let widget = |i: usize| -> anyhow::Result<bytes::Bytes> {
+            let object = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": format!("w{i:03}"), "namespace": "ns"}, "spec": {"i": i}});
+            Ok(serde_json::to_vec(&object)?.into())
+        };
+        // Written before, while and after the resource is added.
+        let writer = {
+            let store = store.clone();
+            let keys: Vec<(String, bytes::Bytes)> = (0..300)
+                .map(|i| Ok((key(i), widget(i)?)))
+                .collect::<anyhow::Result<_>>()?;
+            tokio::spawn(async move {
+                for (key, value) in keys {
+                    store.create(key.as_bytes(), value).await?;
+                    tokio::task::yield_now().await;
+                }
+                anyhow::Ok(())
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let strategy = Arc::new(crate::strategies::Untyped::of(def.clone(), None));
+        registry.add(Resource::new(def.clone(), strategy))?;
+        let generation = registry.snapshot().generation();
+        assert!(
+            cache
+                .wait_for_registry(generation, Duration::from_secs(10))
+                .await
+        );
+        writer.await??;
+        let current = store.current_revision().await?;
+        assert!(cache.wait_for(current, Duration::from_secs(10)).await);
+        let widgets = cache
+            .resource(&def)
+            .ok_or(anyhow::anyhow!("no widget cache"))?;
+        let page = widgets.list(&def.list_prefix(None), &Filter::default(), 0, 0);
+        let names: Vec<String> = page.items.iter().map(|o| o.name().to_string()).collect();
+        let expected: Vec<String> = (0..300).map(|i| format!("w{i:03}")).collect();
+        assert_eq!(names, expected);
+
+        // Removed: its cache goes, and its watchers are told.
+        let mut subscription =
+            widgets.subscribe_with_state(&def.list_prefix(None), &Filter::default(), 0);
+        registry.remove("example.com", "v1", "widgets");
+        let generation = registry.snapshot().generation();
+        assert!(
+            cache
+                .wait_for_registry(generation, Duration::from_secs(10))
+                .await
+        );
+        assert!(cache.resource(&def).is_none());
+        assert!(matches!(
+            subscription.events.recv().await,
+            Err(broadcast::error::RecvError::Closed)
+        ));
+        Ok(())
+    }
 }

@@ -1,12 +1,15 @@
 //! The API server's request stack driven in process, without a port: requests built here
 //! go through every layer (request info, authentication, audit, impersonation, in-flight
 //! limit, authorization, body limit) to the router and the REST engine, over a real
-//! embedded store, and the tests read the answers as a client would.
+//! embedded store, and the tests read the answers as a client would. A resource added to
+//! the registry of a running server is served as the built-in ones are.
 
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
+use kyb_api::registry::{Registry, Resource, ResourceDef, Subresource};
 use kyb_apiserver::response::Response;
+use kyb_apiserver::strategies::Untyped;
 use kyb_apiserver::{ApiServer, Config, Connect, Security, Stack};
 use kyb_serving::{Body, Connection, ResourceRequest, User};
 use kyb_storage::{EmbeddedOptions, EmbeddedStore};
@@ -20,6 +23,7 @@ use tower::ServiceExt;
 
 struct InProcess {
     stack: Stack,
+    registry: Arc<Registry>,
     _dir: tempfile::TempDir,
 }
 
@@ -55,6 +59,7 @@ async fn server(
     tokio::time::timeout(Duration::from_secs(30), server.bootstrap()).await?;
     Ok(InProcess {
         stack: server.stack(),
+        registry: server.registry(),
         _dir: dir,
     })
 }
@@ -431,4 +436,297 @@ impl http_body::Body for ChannelBody {
             .poll_recv(cx)
             .map(|chunk| chunk.map(|c| Ok(http_body::Frame::data(c))))
     }
+}
+
+/// A request as the admin with a JSON body of `content_type`.
+fn admin_json(method: Method, path: &str, body: &Value, content_type: &str) -> Request<Body> {
+    let mut request = request_as(ADMIN, method, path, Body::full(body.to_string()));
+    if let Ok(value) = content_type.parse() {
+        request
+            .headers_mut()
+            .insert(http::header::CONTENT_TYPE, value);
+    }
+    request
+}
+
+fn admin_get(path: &str) -> Request<Body> {
+    request_as(ADMIN, Method::GET, path, Body::empty())
+}
+
+/// The next watch event of a streamed response body.
+async fn next_event(body: &mut kyb_apiserver::response::Body) -> anyhow::Result<Value> {
+    let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("the watch ended"))?
+        .map_err(|never| anyhow::anyhow!("{never:?}"))?;
+    let data = frame
+        .into_data()
+        .map_err(|_| anyhow::anyhow!("not a data frame"))?;
+    Ok(serde_json::from_slice(&data)?)
+}
+
+/// The names a discovery document lists under `field` of each of `items`.
+fn names(items: &Value, field: &str) -> Vec<String> {
+    items
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i[field].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_resource_added_at_run_time_is_served_until_removed() -> anyhow::Result<()> {
+    let server = server(Config::default(), Vec::new()).await?;
+    let stack = &server.stack;
+    let widgets = "/apis/example.com/v1/namespaces/default/widgets";
+    let (code, _) = send(stack, admin_get(widgets)).await?;
+    assert_eq!(code, StatusCode::NOT_FOUND, "not served before it is added");
+
+    // A namespaced kind without a type, with a status subresource: a custom resource's
+    // definition and the generic strategy.
+    let def = ResourceDef {
+        subresources: std::borrow::Cow::Borrowed(&[Subresource::Status]),
+        short_names: vec!["wd".into()].into(),
+        ..ResourceDef::custom("example.com", "v1", "Widget", "widgets", true)
+    };
+    let strategy = Arc::new(Untyped::of(def.clone(), None));
+    server.registry.add(Resource::new(def, strategy))?;
+
+    // Create, get, list.
+    let widget = serde_json::json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w1", "labels": {"app": "demo"}},
+        "spec": {"size": 1, "anything": ["goes", 1]},
+        "status": {"ready": true},
+    });
+    let (code, created) = send(
+        stack,
+        admin_json(Method::POST, widgets, &widget, "application/json"),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::CREATED, "{created}");
+    assert_eq!(created["spec"]["anything"], serde_json::json!(["goes", 1]));
+    assert_eq!(created["metadata"]["generation"], 1);
+    assert_eq!(created["metadata"]["namespace"], "default");
+    let (code, read) = send(stack, admin_get(&format!("{widgets}/w1"))).await?;
+    assert_eq!(code, StatusCode::OK, "{read}");
+    assert_eq!(read["metadata"]["uid"], created["metadata"]["uid"]);
+    let (code, list) = send(
+        stack,
+        admin_get(&format!("{widgets}?labelSelector=app%3Ddemo")),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::OK, "{list}");
+    assert_eq!(list["kind"], "WidgetList");
+    let listed: Vec<&str> = list["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i["metadata"]["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(listed, vec!["w1"]);
+    let (code, all) = send(stack, admin_get("/apis/example.com/v1/widgets")).await?;
+    assert_eq!(code, StatusCode::OK);
+    assert_eq!(all["items"].as_array().map(Vec::len), Some(1));
+
+    // A watch from the list's revision sees what follows.
+    let revision = list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let watch = stack
+        .clone()
+        .oneshot(admin_get(&format!(
+            "{widgets}?watch=true&resourceVersion={revision}"
+        )))
+        .await?;
+    assert_eq!(watch.status(), StatusCode::OK);
+    let mut events = watch.into_body();
+
+    // A merge patch changes the spec (and the generation); strategic merge patch needs a
+    // type, which this kind has not.
+    let patch = serde_json::json!({"spec": {"size": 2}, "status": {"ready": false}});
+    let (code, patched) = send(
+        stack,
+        admin_json(
+            Method::PATCH,
+            &format!("{widgets}/w1"),
+            &patch,
+            "application/merge-patch+json",
+        ),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::OK, "{patched}");
+    assert_eq!(patched["spec"]["size"], 2);
+    assert_eq!(patched["metadata"]["generation"], 2);
+    assert_eq!(
+        patched["status"],
+        serde_json::json!({"ready": true}),
+        "status only changes through /status"
+    );
+    let (code, _) = send(
+        stack,
+        admin_json(
+            Method::PATCH,
+            &format!("{widgets}/w1"),
+            &patch,
+            "application/strategic-merge-patch+json",
+        ),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    let event = next_event(&mut events).await?;
+    assert_eq!(event["type"], "MODIFIED");
+    assert_eq!(event["object"]["spec"]["size"], 2);
+
+    // The status subresource.
+    let (code, status) = send(
+        stack,
+        admin_json(
+            Method::PATCH,
+            &format!("{widgets}/w1/status"),
+            &serde_json::json!({"status": {"ready": false}, "spec": {"size": 9}}),
+            "application/merge-patch+json",
+        ),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::OK, "{status}");
+    assert_eq!(status["status"]["ready"], false);
+    assert_eq!(
+        status["spec"]["size"], 2,
+        "the spec does not change through /status"
+    );
+    let (code, status) = send(stack, admin_get(&format!("{widgets}/w1/status"))).await?;
+    assert_eq!(
+        (code, &status["status"]["ready"]),
+        (StatusCode::OK, &Value::Bool(false))
+    );
+    let event = next_event(&mut events).await?;
+    assert_eq!(event["type"], "MODIFIED");
+    assert_eq!(event["object"]["status"]["ready"], false);
+
+    // Discovery lists it: plain and aggregated; OpenAPI describes it.
+    let (_, groups) = send(stack, admin_get("/apis")).await?;
+    assert!(names(&groups["groups"], "name").contains(&"example.com".to_string()));
+    let (code, resources) = send(stack, admin_get("/apis/example.com/v1")).await?;
+    assert_eq!(code, StatusCode::OK);
+    assert_eq!(
+        names(&resources["resources"], "name"),
+        vec!["widgets", "widgets/status"]
+    );
+    assert_eq!(
+        resources["resources"][0]["shortNames"],
+        serde_json::json!(["wd"])
+    );
+    let mut aggregated = admin_get("/apis");
+    aggregated.headers_mut().insert(
+        http::header::ACCEPT,
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList".parse()?,
+    );
+    let (_, aggregated) = send(stack, aggregated).await?;
+    let group = aggregated["items"]
+        .as_array()
+        .and_then(|items| {
+            items
+                .iter()
+                .find(|i| i["metadata"]["name"] == "example.com")
+        })
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(group["versions"][0]["resources"][0]["resource"], "widgets");
+    let (_, index) = send(stack, admin_get("/openapi/v3")).await?;
+    assert!(
+        index["paths"].get("apis/example.com/v1").is_some(),
+        "{index}"
+    );
+
+    // Delete.
+    let (code, deleted) = send(
+        stack,
+        request_as(
+            ADMIN,
+            Method::DELETE,
+            &format!("{widgets}/w1"),
+            Body::empty(),
+        ),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::OK, "{deleted}");
+    let event = next_event(&mut events).await?;
+    assert_eq!(event["type"], "DELETED");
+    let (code, _) = send(stack, admin_get(&format!("{widgets}/w1"))).await?;
+    assert_eq!(code, StatusCode::NOT_FOUND);
+    let (code, _) = send(
+        stack,
+        admin_json(Method::POST, widgets, &widget, "application/json"),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::CREATED);
+
+    // Removed: not served, not listed, its watches end.
+    assert!(
+        server
+            .registry
+            .remove("example.com", "v1", "widgets")
+            .is_some()
+    );
+    for path in [
+        widgets.to_string(),
+        format!("{widgets}/w1"),
+        format!("{widgets}/w1/status"),
+    ] {
+        let (code, _) = send(stack, admin_get(&path)).await?;
+        assert_eq!(code, StatusCode::NOT_FOUND, "{path}");
+    }
+    let (code, _) = send(
+        stack,
+        admin_json(Method::POST, widgets, &widget, "application/json"),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::NOT_FOUND);
+    let (_, groups) = send(stack, admin_get("/apis")).await?;
+    assert!(!names(&groups["groups"], "name").contains(&"example.com".to_string()));
+    let (code, _) = send(stack, admin_get("/apis/example.com/v1")).await?;
+    assert_eq!(code, StatusCode::NOT_FOUND);
+    let mut aggregated = admin_get("/apis");
+    aggregated.headers_mut().insert(
+        http::header::ACCEPT,
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList".parse()?,
+    );
+    let (_, aggregated) = send(stack, aggregated).await?;
+    let listed = aggregated["items"]
+        .as_array()
+        .is_some_and(|items| items.iter().any(|i| i["metadata"]["name"] == "example.com"));
+    assert!(!listed);
+    let (_, index) = send(stack, admin_get("/openapi/v3")).await?;
+    assert!(index["paths"].get("apis/example.com/v1").is_none());
+    // The created event, then the end of the stream.
+    let event = next_event(&mut events).await?;
+    assert_eq!(event["type"], "ADDED");
+    let ended = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match events.frame().await {
+                None | Some(Err(_)) => return,
+                Some(Ok(_)) => {}
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "the watch of a removed resource ends");
+
+    // Added again: its objects, still stored, are served again.
+    let def = ResourceDef::custom("example.com", "v1", "Widget", "widgets", true);
+    let strategy = Arc::new(Untyped::of(def.clone(), None));
+    server.registry.add(Resource::new(def, strategy))?;
+    let (code, list) = send(stack, admin_get(widgets)).await?;
+    assert_eq!(code, StatusCode::OK, "{list}");
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(1));
+    Ok(())
 }
