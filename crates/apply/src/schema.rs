@@ -172,13 +172,14 @@ impl<'t> Resolved<'t> {
     }
 }
 
-/// Every definition `kyb-openapi` knows, resolved once (the set is the built-in API's:
-/// fixed), keyed by the names its references use.
-fn table() -> &'static HashMap<&'static str, Definition> {
-    static TABLE: OnceLock<HashMap<&'static str, Definition>> = OnceLock::new();
+/// Every definition `kyb-openapi` knows (the set is the built-in API's: fixed), keyed by
+/// the names its references use, each resolved on first use.
+fn table() -> &'static HashMap<&'static str, (&'static Value, OnceLock<Definition>)> {
+    type Table = HashMap<&'static str, (&'static Value, OnceLock<Definition>)>;
+    static TABLE: OnceLock<Table> = OnceLock::new();
     TABLE.get_or_init(|| {
         kyb_openapi::definitions()
-            .map(|(name, schema)| (name, build(name, schema)))
+            .map(|(name, schema)| (name, (schema, OnceLock::new())))
             .collect()
     })
 }
@@ -186,7 +187,8 @@ fn table() -> &'static HashMap<&'static str, Definition> {
 /// The resolved definition `name`, `None` for names `kyb-openapi` does not know (kinds
 /// without a type: custom resources).
 pub(crate) fn lookup(name: &str) -> Option<&'static Definition> {
-    table().get(name)
+    let (name, (schema, resolved)) = table().get_key_value(name)?;
+    Some(resolved.get_or_init(|| build(name, schema)))
 }
 
 fn build(name: &'static str, schema: &'static Value) -> Definition {
