@@ -294,7 +294,7 @@ impl Run {
                 slot.settled = true;
                 self.health.set(&slot.check, Probe::Ready, State::Ok);
                 self.health.set(&slot.check, Probe::Live, State::Ok);
-                tracing::debug!(component = slot.component.name(), "ready");
+                tracing::debug!(component = %slot.component.name(), "ready");
                 None
             }
             Event::Exited {
@@ -346,7 +346,7 @@ impl Run {
             let slot = &mut self.slots[index];
             if slot.restart_at.is_some_and(|at| at <= now) {
                 slot.restart_at = None;
-                tracing::info!(component = slot.component.name(), "restarting");
+                tracing::info!(component = %slot.component.name(), "restarting");
                 self.start(index);
             }
         }
@@ -387,8 +387,8 @@ impl Run {
                     let stopped = exited == index && run == generation;
                     match outcome {
                         Ok(()) if stopped => tracing::debug!(component = %name, "stopped"),
-                        Ok(()) => tracing::warn!(component = slot.component.name(), "stopped while another component was stopping"),
-                        Err(error) => tracing::warn!(component = slot.component.name(), error = %format!("{error:#}"), "failed while stopping"),
+                        Ok(()) => tracing::warn!(component = %slot.component.name(), "stopped while another component was stopping"),
+                        Err(error) => tracing::warn!(component = %slot.component.name(), error = %format!("{error:#}"), "failed while stopping"),
                     }
                     if stopped {
                         break;
