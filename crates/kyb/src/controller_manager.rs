@@ -1,15 +1,20 @@
 //! `kyb controller-manager --kubeconfig …` (the controller manager alone, with leader
-//! election), and the controller manager `kyb server` runs in-process with its own
-//! identity (`<data-dir>/components/controller-manager.kubeconfig`).
+//! election; an essential component: losing the lease ends the process), and the controller
+//! manager `kyb server` runs in-process with its own identity
+//! (`<data-dir>/components/controller-manager.kubeconfig`), restarted when it fails.
 
 use crate::cli::{ControllerArgs, ControllerManagerArgs};
 use anyhow::Context as _;
+use kyb_component::{Component, Context, Health, Supervisor};
 use kyb_controllers::credentials::Clients;
 use kyb_controllers::manager::{self, Config};
 use kyb_controllers::options::Options;
 use kyb_runtime::client::ClientOptions;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The component's name (`component/controller-manager` in `/readyz`).
+const NAME: &str = "controller-manager";
 
 /// The controllers' options from their flags.
 fn options(args: &ControllerArgs, root_ca_pem: Option<String>) -> Options {
@@ -107,32 +112,43 @@ pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
         ),
     };
     tracing::info!("controller manager starting");
-    tokio::select! {
-        result = manager::run(clients, config) => result.context("running the controller manager"),
-        () = crate::server::shutdown_signal() => Ok(()),
-    }
+    let mut supervisor = Supervisor::new(Health::new());
+    supervisor.essential(kyb_component::once(NAME, move |ctx| {
+        manage(clients, config, ctx)
+    }));
+    Ok(supervisor.run(crate::server::shutdown_signal()).await?)
 }
 
-/// Starts the in-process controller manager of `kyb server` (no leader election: the
-/// process holds the only API server).
-pub async fn start_in_process(
-    kubeconfig: &Path,
-    args: &ControllerArgs,
+/// The in-process controller manager of `kyb server` as a component (no leader election:
+/// the process holds the only API server); each start reads `kubeconfig` again.
+pub fn in_process(
+    kubeconfig: PathBuf,
+    args: ControllerArgs,
     metrics_address: Option<SocketAddr>,
-    root_ca_pem: &str,
-) -> anyhow::Result<()> {
-    let clients = Clients::per_controller(
-        kyb_runtime::client::config_from_kubeconfig(kubeconfig).await?,
-        ClientOptions::default(),
-    )?;
-    let mut config = Config::new(options(args, Some(root_ca_pem.to_string())));
-    config.metrics_address = metrics_address;
-    tokio::spawn(async move {
-        if let Err(error) = manager::run(clients, config).await {
-            tracing::error!(error = %format!("{error:#}"), "the controller manager stopped");
+    root_ca_pem: String,
+) -> impl Component {
+    kyb_component::from_fn(NAME, move |ctx| {
+        let kubeconfig = kubeconfig.clone();
+        let options = options(&args, Some(root_ca_pem.clone()));
+        async move {
+            let clients = Clients::per_controller(
+                kyb_runtime::client::config_from_kubeconfig(&kubeconfig).await?,
+                ClientOptions::default(),
+            )?;
+            let mut config = Config::new(options);
+            config.metrics_address = metrics_address;
+            manage(clients, config, ctx).await
         }
-    });
-    Ok(())
+    })
+}
+
+/// Runs the controllers until `ctx` is cancelled; ready at once (each controller waits
+/// for its informers, as in kube-controller-manager).
+async fn manage(clients: Clients, config: Config, ctx: Context) -> anyhow::Result<()> {
+    ctx.ready();
+    manager::run(clients, config, ctx.cancelled())
+        .await
+        .context("running the controller manager")
 }
 
 #[cfg(test)]
