@@ -57,6 +57,20 @@ fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
 }
 
+/// Runs `supervisor` while `drive` runs, then shuts it down; what the supervisor returned.
+async fn supervise_while(
+    supervisor: Supervisor,
+    drive: impl Future<Output = ()>,
+) -> Result<(), Error> {
+    let stop = CancellationToken::new();
+    let drive = async {
+        drive.await;
+        stop.cancel();
+    };
+    let (result, ()) = tokio::join!(supervisor.run(stop.cancelled()), drive);
+    result
+}
+
 /// Waits (on the paused clock) until `condition` holds.
 async fn until(what: &str, condition: impl Fn() -> bool) {
     let deadline = Instant::now() + secs(3600);
@@ -79,8 +93,7 @@ async fn starts_in_order_each_after_the_previous_is_ready_and_stops_in_reverse()
         .essential(steady("a", &log, secs(3)))
         .restartable(steady("b", &log, secs(1)))
         .restartable(steady("c", &log, secs(2)));
-    let stop = CancellationToken::new();
-    let drive = async {
+    supervise_while(supervisor, async {
         until("b started", || log.lines().contains(&"b start".into())).await;
         assert_eq!(
             health.get("component/c", Probe::Ready),
@@ -101,10 +114,9 @@ async fn starts_in_order_each_after_the_previous_is_ready_and_stops_in_reverse()
             ["component/a", "component/b", "component/c", "shutdown"]
         );
         assert!(health.checks(Probe::Live).iter().all(|(_, s)| s.is_ok()));
-        stop.cancel();
-    };
-    let (result, ()) = tokio::join!(supervisor.run(stop.cancelled()), drive);
-    result.unwrap();
+    })
+    .await
+    .unwrap();
     assert_eq!(
         log.lines(),
         [
@@ -165,8 +177,7 @@ async fn a_failed_component_restarts_with_doubling_delays_reset_after_a_healthy_
     };
     let mut supervisor = Supervisor::new(health.clone());
     supervisor.restartable(component);
-    let stop = CancellationToken::new();
-    let drive = async {
+    supervise_while(supervisor, async {
         until("the first failure", || {
             log.lines().contains(&"exit 1".into())
         })
@@ -182,10 +193,9 @@ async fn a_failed_component_restarts_with_doubling_delays_reset_after_a_healthy_
         );
         until("the tenth run", || log.lines().contains(&"start 10".into())).await;
         until("ready again", || all_ready(&health)).await;
-        stop.cancel();
-    };
-    let (result, ()) = tokio::join!(supervisor.run(stop.cancelled()), drive);
-    result.unwrap();
+    })
+    .await
+    .unwrap();
     let delays: Vec<u64> = (1..=9)
         .map(|run| {
             let delay = log.at(&format!("start {}", run + 1)) - log.at(&format!("exit {run}"));
@@ -243,8 +253,7 @@ async fn a_component_failing_before_it_is_ready_does_not_hold_back_the_next() {
             anyhow::bail!("no kubeconfig")
         }))
         .restartable(steady("next", &log, secs(1)));
-    let stop = CancellationToken::new();
-    let drive = async {
+    supervise_while(supervisor, async {
         until("next ready", || log.lines().contains(&"next ready".into())).await;
         tokio::time::sleep(Duration::from_millis(10)).await;
         assert_eq!(health.get("component/next", Probe::Ready), Some(State::Ok));
@@ -254,10 +263,9 @@ async fn a_component_failing_before_it_is_ready_does_not_hold_back_the_next() {
                 .unwrap()
                 .is_ok()
         );
-        stop.cancel();
-    };
-    let (result, ()) = tokio::join!(supervisor.run(stop.cancelled()), drive);
-    result.unwrap();
+    })
+    .await
+    .unwrap();
 }
 
 #[tokio::test(start_paused = true)]
@@ -283,14 +291,12 @@ async fn a_panic_is_a_failure_and_the_component_restarts() {
     };
     let mut supervisor = Supervisor::new(health.clone());
     supervisor.restartable(component);
-    let stop = CancellationToken::new();
-    let drive = async {
+    supervise_while(supervisor, async {
         until("the restart", || log.lines().len() == 2).await;
         until("ready", || all_ready(&health)).await;
-        stop.cancel();
-    };
-    let (result, ()) = tokio::join!(supervisor.run(stop.cancelled()), drive);
-    result.unwrap();
+    })
+    .await
+    .unwrap();
 }
 
 #[tokio::test(start_paused = true)]
