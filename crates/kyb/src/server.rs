@@ -177,24 +177,21 @@ impl Publish {
 }
 
 /// The API server as a component: serves until cancelled, ready once its default objects
-/// exist and the kubeconfigs are written; then flushes the audit log.
+/// exist and the kubeconfigs are written (failing if they cannot be); the audit log is
+/// flushed before it returns.
 async fn serve(apiserver: ApiServer, publish: Publish, ctx: Context) -> anyhow::Result<()> {
-    let server = apiserver.server();
-    let (failed, publishing_failed) = tokio::sync::oneshot::channel();
+    // Cancelled with the component, or when the kubeconfigs cannot be written.
+    let stop = ctx.token().child_token();
+    let mut failed = None;
     let ready = |address: SocketAddr| match publish.publish(address) {
         Ok(()) => ctx.ready(),
         Err(error) => {
-            let _ = failed.send(error.context("writing the kubeconfigs"));
+            failed = Some(error.context("writing the kubeconfigs"));
+            stop.cancel();
         }
     };
-    let outcome = tokio::select! {
-        () = apiserver.serve(ready, ctx.cancelled()) => Ok(()),
-        Ok(error) = publishing_failed => Err(error),
-    };
-    if let Some(auditor) = &server.auditor {
-        auditor.flush();
-    }
-    outcome
+    apiserver.serve(ready, stop.cancelled()).await;
+    failed.map_or(Ok(()), Err)
 }
 
 /// Logs what the node's components will find on this machine.

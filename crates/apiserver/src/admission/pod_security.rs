@@ -40,7 +40,7 @@ impl Plugin for PodSecurity {
             None
         } else {
             context
-                .server
+                .engine
                 .cache
                 .lookup_shared("", "namespaces", None, attributes.namespace)
         };
@@ -85,7 +85,7 @@ impl Plugin for PodSecurity {
         }
         if let Some(level) = decision.check_existing_pods {
             let pods = context
-                .server
+                .engine
                 .cache
                 .objects("", "pods", Some(attributes.name));
             for warning in kyb_podsecurity::check_namespace_pods(

@@ -136,7 +136,7 @@ pub struct ValidatingAdmissionPolicy {
 
 impl ValidatingAdmissionPolicy {
     fn snapshot(&self, context: &Context<'_>) -> Arc<Snapshot> {
-        let cache = &context.server.cache;
+        let cache = &context.engine.cache;
         const GROUP: &str = "admissionregistration.k8s.io";
         let revision = |plural: &str| {
             kyb_api::registry::find_stored(GROUP, plural)
@@ -246,7 +246,7 @@ impl kyb_cel::Authorizer for CelAuthorizer<'_> {
             .with_name(&r.name)
             .with_subresource(&r.subresource),
         };
-        let decision = self.context.server.authorizer.decide(&asked);
+        let decision = self.context.engine.authorizer.decide(&asked);
         if decision.is_allowed() {
             kyb_cel::AuthzDecision::allow(decision.reason())
         } else {
@@ -294,7 +294,7 @@ impl ValidatingAdmissionPolicy {
             }
             None => None,
         };
-        let cache = &context.server.cache;
+        let cache = &context.engine.cache;
         let found: Vec<Value> = match reference["name"].as_str().filter(|n| !n.is_empty()) {
             Some(name) => cache
                 .lookup(def.group, def.plural, namespace.as_deref(), name)
@@ -347,7 +347,7 @@ impl ValidatingAdmissionPolicy {
             Err(_) if fail_open => return Ok(()),
             Err(message) => return Err(refuse(message, 403)),
         };
-        let cache = &context.server.cache;
+        let cache = &context.engine.cache;
         let namespace_object = (!attributes.namespace.is_empty())
             .then(|| cache.lookup("", "namespaces", None, attributes.namespace))
             .flatten();
@@ -429,7 +429,7 @@ impl Plugin for ValidatingAdmissionPolicy {
         if snapshot.bindings.is_empty() {
             return Ok(());
         }
-        let cache = &context.server.cache;
+        let cache = &context.engine.cache;
         let namespace = |ns: &str| cache.lookup("", "namespaces", None, ns);
         let mut outcome = Outcome::default();
         for binding in &snapshot.bindings {

@@ -34,7 +34,7 @@ impl Plugin for RbacEscalation {
         let mut object = object.clone();
         object["kind"] = attributes.resource.kind.into();
         let user = attributes.user;
-        let decision = context.server.authorizer.rbac.with_policy(|policy| {
+        let decision = context.engine.authorizer.rbac.with_policy(|policy| {
             policy.check_write(&user.name, &user.groups, &object, attributes.old_object)
         });
         match decision {

@@ -4,9 +4,10 @@
 //! audiences and lifetime, and then that the service account (and the pod, secret or node
 //! the token is bound to) still exists with the UID the token names.
 
-use super::authn::{AUTHENTICATED, User};
 use crate::cache::WatchCache;
 use kyb_pki::jwt::Signer;
+use kyb_serving::User;
+use kyb_serving::user::AUTHENTICATED;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 

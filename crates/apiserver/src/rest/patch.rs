@@ -103,7 +103,7 @@ pub async fn patch_object(
     Ok((updated, warnings))
 }
 
-/// Server-side apply of the request's configuration (to the object, or its status), creating
+/// Engine-side apply of the request's configuration (to the object, or its status), creating
 /// the object if it does not exist.
 pub async fn apply(
     call: &Call<'_>,

@@ -184,7 +184,7 @@ fn access(call: &Call<'_>, review: &Value, user: &User) -> Result<Value, Status>
     } else {
         kyb_rbac::Attributes::non_resource(&user.name, &user.groups, verb, second)
     };
-    let decision = call.server.authorizer.decide(&asked);
+    let decision = call.engine.authorizer.decide(&asked);
     let mut status = json!({"allowed": decision.is_allowed()});
     if matches!(decision, kyb_rbac::Decision::Deny(_)) {
         status["denied"] = true.into();
@@ -202,7 +202,7 @@ fn rules(call: &Call<'_>, review: &Value) -> Value {
         .and_then(Value::as_str)
         .unwrap_or_default();
     let rules =
-        call.server
+        call.engine
             .authorizer
             .rbac
             .rules_for(&call.user.name, &call.user.groups, namespace);
@@ -238,9 +238,9 @@ fn token(call: &Call<'_>, review: &Value) -> Result<Value, Status> {
         .unwrap_or_default();
     Ok(
         match call
-            .server
+            .engine
             .authenticator
-            .review_token(token, &audiences, &call.server.cache)
+            .review_token(token, &audiences, &call.engine.cache)
         {
             Ok((user, audiences)) => json!({
                 "authenticated": true,

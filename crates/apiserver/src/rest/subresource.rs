@@ -8,11 +8,11 @@ use super::{Call, body, delete, managed, present, read, strategy};
 use crate::admission;
 use crate::cache::shallow;
 use crate::negotiation::{self, BodyFormat};
-use crate::request::Verb;
 use crate::response::{self, Response};
 use http::StatusCode;
 use kyb_api::registry::Subresource;
 use kyb_api::{ResourceDef, Status, meta};
+use kyb_serving::Verb;
 use serde_json::{Value, json};
 
 pub async fn serve(call: &Call<'_>, sub: Subresource) -> Result<Response, Status> {
@@ -318,7 +318,7 @@ async fn bind_in_place(call: &Call<'_>, name: &str, node: &str) -> Result<Option
             return Ok(Some(()));
         }
         match call
-            .server
+            .engine
             .store
             .update(key.as_bytes(), bound.into(), revision)
             .await
@@ -331,7 +331,7 @@ async fn bind_in_place(call: &Call<'_>, name: &str, node: &str) -> Result<Option
                 revision = latest.mod_revision;
             }
             Err(kyb_storage::Error::NotFound { .. }) => return Err(call.not_found(name)),
-            Err(other) => return Err(crate::server::storage_error(other)),
+            Err(other) => return Err(crate::engine::storage_error(other)),
         }
     }
     Err(write::too_many_conflicts())
@@ -493,7 +493,7 @@ async fn evict(
         return Err(Status::internal("poddisruptionbudgets is not registered"));
     };
     let status_call = super::internal_call(
-        call.server,
+        call.engine,
         pdbs,
         Verb::Update,
         Some(&namespace),
@@ -584,7 +584,7 @@ fn disruption_budgets(call: &Call<'_>, pod: &Value) -> Result<Vec<Value>, Status
     let Some(pdbs) = kyb_api::registry::find("policy", "v1", "poddisruptionbudgets") else {
         return Ok(Vec::new());
     };
-    let Some(cache) = call.server.cache.resource(pdbs) else {
+    let Some(cache) = call.engine.cache.resource(pdbs) else {
         return Ok(Vec::new());
     };
     let namespace = meta::namespace(pod).unwrap_or_default();

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 const MAX_EXPIRATION: i64 = 1 << 32;
 
 pub async fn create(call: &Call<'_>, name: &str) -> Result<Response, Status> {
-    let Some(issuer) = call.server.authenticator.service_accounts.as_ref() else {
+    let Some(issuer) = call.engine.authenticator.service_accounts.as_ref() else {
         return Err(Status::service_unavailable(
             "service account tokens are not configured on this server",
         ));
@@ -34,7 +34,7 @@ pub async fn create(call: &Call<'_>, name: &str) -> Result<Response, Status> {
     .await?;
     let namespace = call.namespace.clone().unwrap_or_default();
     let account = call
-        .server
+        .engine
         .cache
         .lookup("", "serviceaccounts", Some(&namespace), name)
         .ok_or_else(|| call.not_found(name))?;
@@ -138,7 +138,7 @@ fn bind(
         }
     };
     let object = call
-        .server
+        .engine
         .cache
         .lookup("", plural, scoped, name)
         .ok_or_else(|| Status::not_found("", plural, name))?;
@@ -168,7 +168,7 @@ fn bind(
         }
         if let Some(node_name) = object.pointer("/spec/nodeName").and_then(Value::as_str) {
             let node_uid = call
-                .server
+                .engine
                 .cache
                 .lookup("", "nodes", None, node_name)
                 .and_then(|n| meta::uid(&n).map(str::to_string))

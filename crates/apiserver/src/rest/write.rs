@@ -2,8 +2,8 @@
 
 use super::{Call, body, managed, present, service, strategy};
 use crate::admission::{self, Operation};
+use crate::engine::storage_error;
 use crate::response::{self, Response};
-use crate::server::storage_error;
 use http::StatusCode;
 use kyb_api::registry::Subresource;
 use kyb_api::{Status, meta};
@@ -73,7 +73,7 @@ pub async fn validate_create_admission(call: &Call<'_>, object: &Value) -> Resul
 /// Writes a prepared new object.
 pub async fn store_new(call: &Call<'_>, key: &str, mut object: Value) -> Result<Value, Status> {
     let bytes = encode(&object)?;
-    match call.server.store.create(key.as_bytes(), bytes).await {
+    match call.engine.store.create(key.as_bytes(), bytes).await {
         Ok(revision) => {
             set_revision(&mut object, revision);
             Ok(object)
@@ -175,13 +175,13 @@ pub async fn guaranteed_update(
             return Ok((new, true));
         }
         let outcome = if finished {
-            call.server
+            call.engine
                 .store
                 .delete(key.as_bytes(), Some(revision))
                 .await
                 .map(|d| d.revision)
         } else {
-            call.server
+            call.engine
                 .store
                 .update(key.as_bytes(), encode(&new)?, revision)
                 .await

@@ -214,7 +214,7 @@ impl Webhooks {
         attributes: &Attributes<'_>,
         object: Option<&Value>,
     ) -> Result<Vec<(Arc<Hook>, &'static ResourceDef)>, Status> {
-        let cache = &context.server.cache;
+        let cache = &context.engine.cache;
         let mut namespace_labels = None;
         let mut selected = Vec::new();
         for hook in hooks {
@@ -296,7 +296,7 @@ impl Webhooks {
         let body =
             Bytes::from(serde_json::to_vec(&review).map_err(|e| Status::internal(e.to_string()))?);
         let result = client::post(
-            context.server,
+            context.engine,
             &self.tls,
             &hook.endpoint,
             &hook.ca_bundle,
@@ -440,7 +440,7 @@ impl Plugin for MutatingWebhooks {
         let webhooks = &self.0;
         let hooks = webhooks
             .mutating
-            .hooks(&context.server.cache, &webhooks.cel);
+            .hooks(&context.engine.cache, &webhooks.cel);
         if hooks.is_empty() || !any_rule(&hooks, attributes) {
             return Ok(());
         }
@@ -563,7 +563,7 @@ impl Plugin for ValidatingWebhooks {
         let webhooks = &self.0;
         let hooks = webhooks
             .validating
-            .hooks(&context.server.cache, &webhooks.cel);
+            .hooks(&context.engine.cache, &webhooks.cel);
         if hooks.is_empty() || !any_rule(&hooks, attributes) {
             return Ok(());
         }

@@ -1,8 +1,73 @@
-//! Turning a method and path into what the request is about: a resource verb
-//! (`get pods/web in default`) or a non-resource path (`/healthz`, discovery, OpenAPI), as
-//! Kubernetes' RequestInfoFactory does.
+//! What a request is about, resolved once from its method, path and query and kept in the
+//! request's extensions ([`RequestInfo`]) for every layer after: a resource verb
+//! (`get pods/web in default`) or a non-resource path (`/healthz`, discovery, OpenAPI).
+//! [`classify`] reads the API server's paths as Kubernetes' RequestInfoFactory does; another
+//! server (the kubelet) resolves its own paths to the attributes it authorizes.
 
+use crate::query::Query;
 use http::Method;
+use std::sync::Arc;
+
+/// The facts about a request the filters and handlers share: what it targets and its query.
+#[derive(Clone, Debug)]
+pub struct RequestInfo {
+    pub method: Method,
+    /// The path, as sent (not decoded).
+    pub path: String,
+    pub target: Target,
+    pub query: Query,
+}
+
+impl RequestInfo {
+    /// Reads an API server request: `/api/...` and `/apis/...` resource paths, anything else
+    /// a non-resource path.
+    pub fn of_api_request(parts: &http::request::Parts) -> RequestInfo {
+        let query = Query::parse(parts.uri.query());
+        let target = classify(&parts.method, parts.uri.path(), query.flag("watch"));
+        RequestInfo {
+            method: parts.method.clone(),
+            path: parts.uri.path().to_string(),
+            target,
+            query,
+        }
+    }
+
+    /// The resource request, if it is one.
+    pub fn resource(&self) -> Option<&ResourceRequest> {
+        match &self.target {
+            Target::Resource(request) => Some(request),
+            Target::NonResource => None,
+        }
+    }
+
+    /// A watch, or another request held open for as long as the client wants — the
+    /// streaming subresources `exec`, `attach`, `portforward`, `proxy` and `log`, as
+    /// Kubernetes counts them (exempt from the in-flight limit and request timeouts).
+    pub fn is_long_running(&self) -> bool {
+        self.resource().is_some_and(|r| {
+            r.verb == Verb::Watch
+                || matches!(
+                    r.subresource.as_deref(),
+                    Some("exec" | "attach" | "portforward" | "proxy" | "log")
+                )
+        })
+    }
+}
+
+/// How a server reads the facts of its requests.
+pub type Resolver = Arc<dyn Fn(&http::request::Parts) -> RequestInfo + Send + Sync>;
+
+/// The verb of a non-resource request, as authorizers see it.
+pub fn non_resource_verb(method: &Method) -> &'static str {
+    match *method {
+        Method::GET | Method::HEAD => "get",
+        Method::POST => "post",
+        Method::PUT => "put",
+        Method::PATCH => "patch",
+        Method::DELETE => "delete",
+        _ => "unknown",
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verb {
