@@ -18,6 +18,8 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc};
 use tower::ServiceExt;
 
+mod health;
+
 struct InProcess {
     stack: Stack,
     _dir: tempfile::TempDir,
