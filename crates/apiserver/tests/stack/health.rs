@@ -1,25 +1,16 @@
 //! `/readyz`, `/livez` and `/healthz` with the process's checks (`Config::health`: its
 //! supervised components, `shutdown`) beside the server's own.
 
-use super::{ADMIN, request_as, server};
+use super::{ADMIN, request_as, send_raw, server};
 use http::{Method, StatusCode};
-use http_body_util::BodyExt;
 use kyb_apiserver::{Config, Stack};
 use kyb_component::{Health, Probe, State};
 use kyb_serving::Body;
-use tower::ServiceExt;
 
 /// A GET as the admin: (status, text).
 async fn get(stack: &Stack, path: &str) -> anyhow::Result<(StatusCode, String)> {
     let request = request_as(ADMIN, Method::GET, path, Body::empty());
-    let response = stack.clone().oneshot(request).await?;
-    let status = response.status();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|never| anyhow::anyhow!("{never:?}"))?
-        .to_bytes();
+    let (status, bytes) = send_raw(stack, request).await?;
     Ok((status, String::from_utf8(bytes.to_vec())?))
 }
 

@@ -92,6 +92,13 @@ fn request_as(
 const ADMIN: Option<(&str, &[&str])> = Some(("admin", &["system:masters"]));
 
 async fn send(stack: &Stack, request: Request<Body>) -> anyhow::Result<(StatusCode, Value)> {
+    let (status, bytes) = send_raw(stack, request).await?;
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Ok((status, value))
+}
+
+/// The answer's status and body as bytes.
+async fn send_raw(stack: &Stack, request: Request<Body>) -> anyhow::Result<(StatusCode, Bytes)> {
     let response = stack.clone().oneshot(request).await?;
     let status = response.status();
     let bytes = response
@@ -100,8 +107,7 @@ async fn send(stack: &Stack, request: Request<Body>) -> anyhow::Result<(StatusCo
         .await
         .map_err(|never| anyhow::anyhow!("{never:?}"))?
         .to_bytes();
-    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-    Ok((status, value))
+    Ok((status, bytes))
 }
 
 #[tokio::test]
