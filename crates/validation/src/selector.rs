@@ -4,11 +4,11 @@
 
 use serde_json::Value;
 
-use crate::error::FieldError;
-use crate::json::{Obj, field};
 use crate::meta::{validate_label_name, validate_labels};
-use crate::names;
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, field};
+use kyb_apimachinery::names;
 
 /// Validates a label selector. `allow_invalid_values` keeps old objects with bad
 /// `matchExpressions` values valid, as Kubernetes' option of the same name.

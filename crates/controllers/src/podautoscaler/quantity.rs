@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 /// A quantity in thousandths of its unit (`"250m"` → 250, `"1Ki"` → 1_024_000), rounded
 /// up; `None` when it does not parse or does not fit.
 pub fn parse_milli(text: &str) -> Option<i64> {
-    i64::try_from(crate::quantity::parse_scaled(text, 3)?).ok()
+    i64::try_from(kyb_apimachinery::quantity::parse_scaled(text, 3)?).ok()
 }
 
 /// The thousandths in a quantity (0 when it does not parse).

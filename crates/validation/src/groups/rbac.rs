@@ -5,12 +5,12 @@
 use serde_json::Value;
 
 use crate::Ctx;
-use crate::error::FieldError;
-use crate::json::{Obj, default_str, each_obj, field, obj_mut};
 use crate::kinds::Kind;
-use crate::names;
-use crate::path::Path;
 use crate::selector::{Selector, validate_label_selector};
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, default_str, each_obj, field, obj_mut};
+use kyb_apimachinery::names;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -218,7 +218,7 @@ fn validate_binding(b: &Value, namespaced: bool) -> Vec<FieldError> {
 
 fn validate_binding_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let n = field(new, "roleRef");
-    if !crate::equality::semantic_eq(n, field(old, "roleRef")) {
+    if !kyb_apimachinery::equality::semantic_eq(n, field(old, "roleRef")) {
         return vec![FieldError::invalid(
             &Path::new("roleRef"),
             n.clone(),

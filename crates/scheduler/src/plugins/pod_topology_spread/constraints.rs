@@ -13,7 +13,7 @@ use super::counting::FastMap;
 use crate::framework::{Lister, PodInfo};
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kyb_api::labels::{Operator, Requirement, Selector};
+use kyb_apimachinery::labels::{Operator, Requirement, Selector};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
