@@ -76,7 +76,7 @@ pub(crate) fn validate_rc(obj: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     }
     let s = selector::from_map(sel);
     let labels = field_at(tmpl, &["metadata", "labels"]);
-    if !s.is_empty() && !s.matches(labels) {
+    if !s.is_empty() && !s.matches(labels.as_object()) {
         errs.push(FieldError::invalid(
             &tp.child("metadata").child("labels"),
             labels.clone(),

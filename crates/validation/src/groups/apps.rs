@@ -13,12 +13,13 @@ use crate::core::storage::{default_pvc, validate_pvc_spec, validate_template_met
 use crate::core::{reset_status, with_spec};
 use crate::kinds::Kind;
 use crate::meta::{immutable, nonnegative_field, validate_annotations, validate_labels};
-use crate::selector::{Selector, validate_label_selector};
+use crate::selector::{self, validate_label_selector};
 use kyb_apimachinery::field::FieldError;
 use kyb_apimachinery::field::Path;
 use kyb_apimachinery::json::{
     Obj, as_int, child_object, default_str, default_value, field, field_at, obj_mut,
 };
+use kyb_apimachinery::labels::Selector;
 use kyb_apimachinery::names;
 
 /// The rules of an `apps/v1` kind.
@@ -214,7 +215,7 @@ fn validate_required_selector(
             ));
         }
     }
-    match Selector::parse(sel) {
+    match selector::parse(sel) {
         Ok(s) => Some(s),
         Err(()) => {
             errs.push(FieldError::invalid(
@@ -239,7 +240,7 @@ fn validate_template_for_replicas(
         return vec![FieldError::required(path, "")];
     }
     let labels = field_at(tmpl, &["metadata", "labels"]);
-    if !selector.is_empty() && !selector.matches(labels) {
+    if !selector.is_empty() && !selector.matches(labels.as_object()) {
         errs.push(FieldError::invalid(
             &path.child("metadata").child("labels"),
             labels.clone(),
@@ -370,8 +371,8 @@ fn validate_daemon_set(ds: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     errs.extend(validate_label_selector(sel, false, &path.child("selector")));
     let tmpl = field(spec, "template");
     let labels = field_at(tmpl, &["metadata", "labels"]);
-    if let Ok(s) = Selector::parse(sel)
-        && !s.matches(labels)
+    if let Ok(s) = selector::parse(sel)
+        && !s.matches(labels.as_object())
     {
         errs.push(FieldError::invalid(
             &path.child("template").child("metadata").child("labels"),
@@ -547,11 +548,11 @@ fn validate_stateful_set(ss: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     }
     let tmpl = field(spec, "template");
     let tp = path.child("template");
-    match Selector::parse(sel) {
+    match selector::parse(sel) {
         Err(()) => errs.push(FieldError::invalid(&sp, sel.clone(), "")),
         Ok(s) => {
             let labels = field_at(tmpl, &["metadata", "labels"]);
-            if !s.is_empty() && !s.matches(labels) {
+            if !s.is_empty() && !s.matches(labels.as_object()) {
                 errs.push(FieldError::invalid(
                     &tp.child("metadata").child("labels"),
                     labels.clone(),

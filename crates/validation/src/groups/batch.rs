@@ -11,7 +11,7 @@ use crate::core::{reset_status, with_spec};
 use crate::cron;
 use crate::kinds::Kind;
 use crate::meta::{FIELD_IMMUTABLE_MSG, immutable, nonnegative_field, validate_qualified_name};
-use crate::selector::{Selector, validate_label_selector};
+use crate::selector::{self, validate_label_selector};
 use kyb_apimachinery::equality::semantic_eq;
 use kyb_apimachinery::field::FieldError;
 use kyb_apimachinery::field::Path;
@@ -443,9 +443,9 @@ fn validate_job(job: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     } else {
         errs.extend(validate_label_selector(sel, false, &path.child("selector")));
     }
-    if let Ok(s) = Selector::parse(sel) {
+    if let Ok(s) = selector::parse(sel) {
         let labels = field_at(spec, &["template", "metadata", "labels"]);
-        if !s.matches(labels) {
+        if !s.matches(labels.as_object()) {
             errs.push(FieldError::invalid(
                 &path.child("template").child("metadata").child("labels"),
                 labels.clone(),

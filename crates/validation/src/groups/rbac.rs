@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::Ctx;
 use crate::kinds::Kind;
-use crate::selector::{Selector, validate_label_selector};
+use crate::selector::{self, validate_label_selector};
 use kyb_apimachinery::field::FieldError;
 use kyb_apimachinery::field::Path;
 use kyb_apimachinery::json::{Obj, default_str, each_obj, field, obj_mut};
@@ -115,7 +115,7 @@ fn validate_cluster_role(role: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
         }
         for (i, s) in selectors.iter().enumerate() {
             errs.extend(validate_label_selector(s, false, &sp.index(i)));
-            if Selector::parse(s).is_err() {
+            if selector::parse(s).is_err() {
                 errs.push(FieldError::invalid(
                     &sp.index(i),
                     s.clone(),
