@@ -283,6 +283,14 @@ impl Quantity {
         }
     }
 
+    /// Go's `NewMilliQuantity(v, DecimalSI)`: `v` thousandths.
+    pub fn from_milli(v: i64) -> Quantity {
+        Quantity {
+            exponent: -3,
+            ..Quantity::from_int(v)
+        }
+    }
+
     /// The format the quantity will be written in.
     pub fn format(&self) -> Format {
         self.format
@@ -706,6 +714,16 @@ mod tests {
         assert_eq!(parse_scaled("100m", 9), Some(100_000_000));
         assert_eq!(parse_scaled("Gi", 0), None);
         assert_eq!(parse_scaled("x", 0), None);
+        for (milli, text) in [
+            (250, "250m"),
+            (1000, "1"),
+            (1500, "1500m"),
+            (2_000_000, "2k"),
+        ] {
+            assert_eq!(Quantity::from_milli(milli).canonical(), text);
+        }
+        assert_eq!(Quantity::from_milli(0).canonical(), "0");
+        assert_eq!(Quantity::from_milli(-250).canonical(), "-250m");
     }
 
     #[test]

@@ -17,19 +17,7 @@ pub fn milli(quantity: &Quantity) -> i64 {
 
 /// `milli` thousandths in canonical decimal form.
 pub fn from_milli(milli: i64) -> Quantity {
-    if milli % 1000 != 0 {
-        return Quantity(format!("{milli}m"));
-    }
-    let mut value = milli / 1000;
-    let mut suffix = "";
-    for next in ["k", "M", "G", "T", "P", "E"] {
-        if value == 0 || value % 1000 != 0 {
-            break;
-        }
-        value /= 1000;
-        suffix = next;
-    }
-    Quantity(format!("{value}{suffix}"))
+    Quantity(kyb_apimachinery::quantity::Quantity::from_milli(milli).canonical())
 }
 
 #[cfg(test)]
