@@ -373,6 +373,24 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn leader_election_durations_are_go_durations() {
+        let config = SchedulerConfig::from_value(&json!({
+            "apiVersion": API_VERSION, "kind": KIND,
+            "leaderElection": {"leaseDuration": "1h30m", "renewDeadline": "1.5s",
+                               "retryPeriod": "300ms"},
+        }))
+        .unwrap();
+        assert_eq!(config.lease_duration, Duration::from_secs(5400));
+        assert_eq!(config.renew_deadline, Duration::from_millis(1500));
+        assert_eq!(config.retry_period, Duration::from_millis(300));
+        let bad = SchedulerConfig::from_value(&json!({
+            "apiVersion": API_VERSION, "kind": KIND,
+            "leaderElection": {"leaseDuration": "15"},
+        }));
+        assert!(bad.is_err());
+    }
+
+    #[test]
     fn profiles_plugins_weights_and_args() {
         let config = SchedulerConfig::from_value(&json!({
             "apiVersion": API_VERSION, "kind": KIND,
