@@ -594,15 +594,30 @@ fn keeps_text(text: &str) -> bool {
     }
 }
 
-/// Rewrites a quantity field in canonical form, rounding up to milli precision when
-/// `milli` (resource lists do). Unparseable values are left alone for validation to report.
+/// Rewrites a quantity field as the API server stores it: Go's decode, defaulting and
+/// encode — rounded up to milli precision when `milli` (resource lists are, by
+/// `SetDefaults_ResourceList`), then written as [`marshal`] writes it (the text itself when
+/// Go keeps it and rounding did not change it, else the canonical form). Unparseable values
+/// are left alone for validation to report.
 pub fn canonicalize_value(v: &mut Value, milli: bool) {
-    if let Ok(mut q) = Quantity::from_json(v) {
-        if milli {
-            q.round_up(-3);
-        }
-        *v = Value::String(q.canonical());
+    let text = match v {
+        Value::String(s) => s.trim().to_owned(),
+        Value::Number(n) => n.to_string(),
+        _ => return,
+    };
+    let Ok(mut q) = Quantity::parse(&text) else {
+        return;
+    };
+    // Go's `RoundUp` drops the kept text only when it changes the scale.
+    let rounds = milli && q.mantissa != 0 && q.exponent < -3;
+    if !rounds && (text == "0" || keeps_text(&text)) {
+        *v = Value::String(text);
+        return;
     }
+    if milli {
+        q.round_up(-3);
+    }
+    *v = Value::String(q.canonical());
 }
 
 /// Canonicalizes every value of a resource list (`requests`, `limits`, `capacity`, ...).
@@ -762,6 +777,27 @@ mod tests {
         for text in ["1Kb", "abc", "1K", "1e", "", "1..2"] {
             assert!(marshal(text).is_err(), "{text}");
         }
+    }
+
+    #[test]
+    fn stored_text_is_what_go_writes_back() {
+        let stored = |v: Value, milli: bool| {
+            let mut v = v;
+            canonicalize_value(&mut v, milli);
+            v
+        };
+        use serde_json::json;
+        assert_eq!(stored(json!("+5"), true), json!("+5"));
+        assert_eq!(stored(json!("1Gi"), true), json!("1Gi"));
+        assert_eq!(stored(json!("1000m"), true), json!("1"));
+        assert_eq!(stored(json!("1.5"), false), json!("1500m"));
+        assert_eq!(stored(json!("0.0001"), true), json!("1m"));
+        assert_eq!(stored(json!("0.0001"), false), json!("100u"));
+        assert_eq!(stored(json!("2.5m"), true), json!("3m"));
+        assert_eq!(stored(json!(5), true), json!("5"));
+        assert_eq!(stored(json!(" 2Gi "), true), json!("2Gi"));
+        assert_eq!(stored(json!("abc"), true), json!("abc"));
+        assert_eq!(stored(json!(true), true), json!(true));
     }
 
     #[test]
