@@ -8,6 +8,7 @@
 //!   required node affinity with its `nodeSelector` (`GetRequiredNodeAffinity`).
 //! - [`pod_readiness`]: a pod's phase, Ready condition and availability after
 //!   `minReadySeconds`.
+//! - [`qos`]: a pod's QoS class (`BestEffort`, `Burstable`, `Guaranteed`).
 //! - [`resource`]: a pod's effective requests (`PodRequests`: containers and sidecars, or
 //!   the largest init container, plus overhead).
 //!
@@ -18,5 +19,6 @@
 
 pub mod nodeaffinity;
 pub mod pod_readiness;
+pub mod qos;
 pub mod resource;
 pub mod tolerations;

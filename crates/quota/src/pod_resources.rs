@@ -160,26 +160,9 @@ pub(crate) fn pod_total(pod: &Value, which: Which, opts: Options) -> ResourceLis
     total
 }
 
-/// Whether the pod's QoS class is `BestEffort` (`qos.GetPodQOS`): `status.qosClass` when
-/// set, else no container or init container asks for or caps cpu or memory above zero.
+/// Whether the pod's QoS class is `BestEffort` (`qos.GetPodQOS`).
 pub(crate) fn is_best_effort(pod: &Value) -> bool {
-    if let Some(class) = opt_str(pod, &["status", "qosClass"]).filter(|c| !c.is_empty()) {
-        return class == "BestEffort";
-    }
-    let all = items(pod, &["spec", "containers"])
-        .iter()
-        .chain(items(pod, &["spec", "initContainers"]));
-    for c in all {
-        for which in [Which::Requests, Which::Limits] {
-            let list = container_list(c, which);
-            for name in ["cpu", "memory"] {
-                if list.get(name).is_some_and(|q| q.sign() > 0) {
-                    return false;
-                }
-            }
-        }
-    }
-    true
+    kyb_component_helpers::qos::pod_qos_json(pod) == "BestEffort"
 }
 
 #[cfg(test)]

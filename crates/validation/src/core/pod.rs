@@ -17,66 +17,7 @@ use kyb_apimachinery::field::FieldError;
 use kyb_apimachinery::field::Path;
 use kyb_apimachinery::json::{Obj, field, field_at};
 use kyb_apimachinery::names;
-use kyb_apimachinery::quantity::Quantity;
-
-/// The QoS class Kubernetes computes for a pod spec (`ComputePodQOS`).
-pub(crate) fn compute_qos(spec: &Value) -> &'static str {
-    let mut requests: Vec<(&str, Quantity)> = Vec::new();
-    let mut limits: Vec<(&str, Quantity)> = Vec::new();
-    let mut guaranteed = true;
-    let add = |acc: &mut Vec<(&'static str, Quantity)>, name: &'static str, q: Quantity| match acc
-        .iter_mut()
-        .find(|(n, _)| *n == name)
-    {
-        Some((_, sum)) => *sum = sum.add(&q),
-        None => acc.push((name, q)),
-    };
-    let containers = spec
-        .arr("containers")
-        .iter()
-        .chain(spec.arr("initContainers"));
-    for c in containers {
-        let res = field(c, "resources");
-        for name in ["cpu", "memory"] {
-            if let Ok(q) = Quantity::from_json(field_at(res, &["requests", name]))
-                && q.sign() > 0
-            {
-                add(&mut requests, name, q);
-            }
-        }
-        let mut found = 0;
-        for name in ["cpu", "memory"] {
-            if let Ok(q) = Quantity::from_json(field_at(res, &["limits", name]))
-                && q.sign() > 0
-            {
-                found += 1;
-                add(&mut limits, name, q);
-            }
-        }
-        if found < 2 {
-            guaranteed = false;
-        }
-    }
-    if requests.is_empty() && limits.is_empty() {
-        return "BestEffort";
-    }
-    if guaranteed {
-        for (name, req) in &requests {
-            match limits.iter().find(|(n, _)| n == name) {
-                Some((_, lim)) if lim.cmp_q(req).is_eq() => {}
-                _ => {
-                    guaranteed = false;
-                    break;
-                }
-            }
-        }
-    }
-    if guaranteed && requests.len() == limits.len() {
-        "Guaranteed"
-    } else {
-        "Burstable"
-    }
-}
+use kyb_component_helpers::qos::compute_pod_qos_json as compute_qos;
 
 /// Appends `In`/`NotIn` requirements for `matchLabelKeys`/`mismatchLabelKeys` to an
 /// affinity term's selector, from the pod's own labels.
