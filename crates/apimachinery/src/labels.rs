@@ -133,7 +133,10 @@ impl Selector {
                 Some("Exists") => Operator::Exists,
                 Some("DoesNotExist") => Operator::DoesNotExist,
                 other => {
-                    return Err(format!("{other:?} is not a valid label selector operator"));
+                    return Err(format!(
+                        "{:?} is not a valid label selector operator",
+                        other.unwrap_or_default()
+                    ));
                 }
             };
             match operator {

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kyb_apimachinery::labels::{Operator, Requirement, Selector};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 /// `kubernetes.io/hostname`: spread over nodes (scored per node, as Kubernetes does).
@@ -141,41 +141,20 @@ fn requirement<'a>(
 /// `metav1.LabelSelectorAsSelector` for a selector that is set: an empty one selects
 /// everything.
 fn parse_selector(selector: &LabelSelector) -> Result<Selector, String> {
-    let mut requirements = Vec::new();
-    for (key, value) in selector.match_labels.iter().flatten() {
-        requirements.push(requirement(key, Operator::Equals, [value.as_str()]));
-    }
-    for expression in selector.match_expressions.iter().flatten() {
-        let values: BTreeSet<String> = expression.values.iter().flatten().cloned().collect();
-        let operator = match expression.operator.as_str() {
-            "In" => Operator::In,
-            "NotIn" => Operator::NotIn,
-            "Exists" => Operator::Exists,
-            "DoesNotExist" => Operator::DoesNotExist,
-            other => return Err(format!("{other:?} is not a valid label selector operator")),
-        };
-        match operator {
-            Operator::In | Operator::NotIn if values.is_empty() => {
-                return Err(format!(
-                    "key {:?}: for 'in', 'notin' operators, values set can't be empty",
-                    expression.key
-                ));
-            }
-            Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
-                return Err(format!(
-                    "key {:?}: values set must be empty for exists and does not exist",
-                    expression.key
-                ));
-            }
-            _ => {}
-        }
-        requirements.push(Requirement {
-            key: expression.key.clone(),
-            operator,
-            values,
-        });
-    }
-    Ok(Selector { requirements })
+    Selector::from_parts(
+        selector
+            .match_labels
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str(), v.as_str())),
+        selector.match_expressions.iter().flatten().map(|e| {
+            (
+                e.key.as_str(),
+                Some(e.operator.as_str()),
+                e.values.iter().flatten().map(String::as_str),
+            )
+        }),
+    )
 }
 
 fn str_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
