@@ -2,6 +2,7 @@
 //! spirit of `k8s.io/component-helpers`: one implementation of each, so that the scheduler,
 //! the controllers, the API server and the node's components (kubelet, proxy) agree.
 //!
+//! - [`label_selector`]: typed `LabelSelector`s as label selectors.
 //! - [`tolerations`]: whether a toleration tolerates a taint (`ToleratesTaint`).
 //! - [`nodeaffinity`]: node selector terms and requirements (`In`, `NotIn`, `Exists`,
 //!   `DoesNotExist`, `Gt`, `Lt`; `metadata.name` fields), preferred terms, and a pod's
@@ -17,6 +18,7 @@
 //! copy them: where copies had drifted, Kubernetes' behaviour was chosen here (each module
 //! says which).
 
+pub mod label_selector;
 pub mod nodeaffinity;
 pub mod pod_readiness;
 pub mod qos;

@@ -1,35 +1,18 @@
 //! Label selectors of typed objects: `metav1.LabelSelector` (`matchLabels` and
 //! `matchExpressions`) and the plain map selectors of ReplicationControllers and Services,
-//! matched by `kyb_apimachinery::labels` (Kubernetes' `LabelSelectorAsSelector`). An empty
-//! LabelSelector matches everything; a malformed one (bad key or value, unknown operator,
-//! values where none are allowed or none where some are needed) matches nothing, as
-//! Kubernetes' workload controllers read them.
+//! matched by `kyb_apimachinery::labels` (Kubernetes' `LabelSelectorAsSelector`, through
+//! `kyb_component_helpers::label_selector`). An empty LabelSelector matches everything; a
+//! malformed one (bad key or value, unknown operator, values where none are allowed or
+//! none where some are needed) matches nothing, as Kubernetes' workload controllers read
+//! them.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kyb_apimachinery::labels::Selector;
+use kyb_component_helpers::label_selector::as_selector;
 use std::collections::BTreeMap;
-
-/// The selector a `LabelSelector` stands for, or the reason it is malformed.
-pub fn parse(selector: &LabelSelector) -> Result<Selector, String> {
-    Selector::from_parts(
-        selector
-            .match_labels
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.as_str(), v.as_str())),
-        selector.match_expressions.iter().flatten().map(|e| {
-            (
-                e.key.as_str(),
-                Some(e.operator.as_str()),
-                e.values.iter().flatten().map(String::as_str),
-            )
-        }),
-    )
-}
 
 /// Whether `labels` satisfy `selector`.
 pub fn matches(selector: &LabelSelector, labels: Option<&BTreeMap<String, String>>) -> bool {
-    parse(selector)
+    as_selector(selector)
         .is_ok_and(|s| s.matches_pairs(|key| labels.and_then(|l| l.get(key)).map(String::as_str)))
 }
 

@@ -12,8 +12,8 @@
 use super::counting::FastMap;
 use crate::framework::{Lister, PodInfo};
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kyb_apimachinery::labels::{Operator, Requirement, Selector};
+use kyb_component_helpers::label_selector;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -91,7 +91,7 @@ pub fn from_specs(
     {
         // A constraint without a selector counts no pods.
         let mut selector = match &spec.label_selector {
-            Some(selector) => parse_selector(selector)?,
+            Some(selector) => label_selector::as_selector(selector)?,
             None => Selector::nothing(),
         };
         if spec.label_selector.is_some() {
@@ -136,25 +136,6 @@ fn requirement<'a>(
         operator,
         values: values.into_iter().map(str::to_string).collect(),
     }
-}
-
-/// `metav1.LabelSelectorAsSelector` for a selector that is set: an empty one selects
-/// everything.
-fn parse_selector(selector: &LabelSelector) -> Result<Selector, String> {
-    Selector::from_parts(
-        selector
-            .match_labels
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.as_str(), v.as_str())),
-        selector.match_expressions.iter().flatten().map(|e| {
-            (
-                e.key.as_str(),
-                Some(e.operator.as_str()),
-                e.values.iter().flatten().map(String::as_str),
-            )
-        }),
-    )
 }
 
 fn str_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
