@@ -5,6 +5,7 @@
 
 use crate::cli::{ControllerArgs, ControllerManagerArgs};
 use anyhow::Context as _;
+use base64::Engine as _;
 use kyb_component::{Component, Context, Health, Supervisor};
 use kyb_controllers::credentials::Clients;
 use kyb_controllers::manager::{self, Config};
@@ -43,42 +44,11 @@ fn kubeconfig_ca(kubeconfig: &Path) -> Option<String> {
     let file = kube::config::Kubeconfig::read_from(kubeconfig).ok()?;
     let cluster = file.clusters.first()?.cluster.as_ref()?;
     let data = cluster.certificate_authority_data.as_deref()?;
-    let decoded = base64_decode(data)?;
+    let data: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .ok()?;
     String::from_utf8(decoded).ok()
-}
-
-/// Standard base64 (what kubeconfigs hold), without a dependency for one field.
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => u32::from(c - b'A'),
-            b'a'..=b'z' => u32::from(c - b'a') + 26,
-            b'0'..=b'9' => u32::from(c - b'0') + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        })
-    };
-    let bytes: Vec<u8> = text
-        .bytes()
-        .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
-        .collect();
-    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
-    for chunk in bytes.chunks(4) {
-        let mut n = 0u32;
-        for (i, c) in chunk.iter().enumerate() {
-            n |= value(*c)? << (18 - 6 * i);
-        }
-        let [_, a, b, c] = n.to_be_bytes();
-        out.push(a);
-        if chunk.len() > 2 {
-            out.push(b);
-        }
-        if chunk.len() > 3 {
-            out.push(c);
-        }
-    }
-    Some(out)
 }
 
 pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
@@ -149,17 +119,4 @@ async fn manage(clients: Clients, config: Config, ctx: Context) -> anyhow::Resul
     manager::run(clients, config, ctx.cancelled())
         .await
         .context("running the controller manager")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decodes_base64() {
-        assert_eq!(base64_decode("aGVsbG8="), Some(b"hello".to_vec()));
-        assert_eq!(base64_decode("aGVsbG8h"), Some(b"hello!".to_vec()));
-        assert_eq!(base64_decode("aGk="), Some(b"hi".to_vec()));
-        assert_eq!(base64_decode("a$"), None);
-    }
 }

@@ -5,7 +5,8 @@
 use super::Call;
 use crate::util;
 use crate::validation;
-use kyb_api::{ResourceDef, Status, meta};
+use kyb_api::{ResourceDef, Status};
+use kyb_apimachinery::meta;
 use serde_json::{Map, Value};
 
 /// Kinds whose `metadata.generation` counts spec changes.
