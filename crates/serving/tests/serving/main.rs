@@ -8,7 +8,6 @@ use hyper_util::rt::TokioIo;
 use kyb_serving::{Body, Connection};
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
