@@ -105,7 +105,9 @@ async fn policy(engine: &Engine) -> Result<(), kyb_api::Status> {
     let mut cluster_roles = kyb_rbac::bootstrap::cluster_roles();
     let aggregated = kyb_rbac::aggregation::aggregate_cluster_roles(&cluster_roles);
     for role in &mut cluster_roles {
-        let name = kyb_api::meta::name(role).unwrap_or_default().to_string();
+        let name = kyb_apimachinery::meta::name(role)
+            .unwrap_or_default()
+            .to_string();
         if let (Some(Ok(rules)), Some(fields)) = (aggregated.get(&name), role.as_object_mut())
             && kyb_rbac::aggregation::is_aggregated(&Value::Object(fields.clone()))
         {

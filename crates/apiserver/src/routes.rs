@@ -6,6 +6,7 @@ use crate::response::{self, Response};
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use kyb_api::Status;
 use kyb_api::registry::{Registry, Snapshot};
+use kyb_component::{Health, Probe};
 use kyb_serving::Query;
 use kyb_storage::Store;
 use serde_json::{Value, json};
@@ -26,6 +27,8 @@ pub struct Routes {
     pub store: Arc<dyn Store>,
     /// Set once the default objects exist.
     pub ready: Arc<AtomicBool>,
+    /// The process's checks (`Config::health`), reported beside the server's own.
+    pub health: Health,
 }
 
 impl Routes {
@@ -146,18 +149,33 @@ fn root(snapshot: &Snapshot) -> Value {
     json!({"paths": paths})
 }
 
-/// `/healthz`, `/livez`, `/readyz`, each check alone (`/readyz/etcd`), and `?verbose`.
+/// `/healthz`, `/livez`, `/readyz`, each check alone (`/readyz/etcd`,
+/// `/readyz/component/scheduler`), and `?verbose`. The server's own checks come first, then
+/// the process's (`Config::health`: its components, `shutdown`), readiness for `/readyz`
+/// and liveness for the others.
 async fn health(server: &Routes, endpoint: &str, rest: &[&str], query: &Query) -> Response {
     let storage_ok = server.store.current_revision().await.is_ok();
     let ready = server.ready.load(Ordering::Acquire);
+    let probe = if endpoint == "readyz" {
+        Probe::Ready
+    } else {
+        Probe::Live
+    };
+    let process = server.health.checks(probe);
     let mut checks: Vec<(&str, bool)> = vec![("ping", true), ("log", true), ("etcd", storage_ok)];
     if endpoint == "readyz" {
         checks.push(("etcd-readiness", storage_ok));
         checks.push(("informer-sync", ready));
         checks.push(("poststarthook/bootstrap-controller", ready));
     }
-    if let [check] = rest {
-        return match checks.iter().find(|(name, _)| name == check) {
+    checks.extend(
+        process
+            .iter()
+            .map(|(name, state)| (name.as_str(), state.is_ok())),
+    );
+    if !rest.is_empty() {
+        let check = rest.join("/");
+        return match checks.iter().find(|(name, _)| *name == check) {
             Some((_, true)) => response::text(StatusCode::OK, "ok"),
             Some((name, false)) => response::text(
                 StatusCode::INTERNAL_SERVER_ERROR,

@@ -58,6 +58,9 @@ pub struct Config {
     pub max_requests_in_flight: usize,
     /// Larger request bodies get 413.
     pub max_body_bytes: usize,
+    /// Checks kept by others (the process's supervised components, its shutdown), reported
+    /// beside the server's own in `/readyz`, `/livez` and `/healthz`.
+    pub health: kyb_component::Health,
 }
 
 impl Default for Config {
@@ -70,6 +73,7 @@ impl Default for Config {
             node_ports: (30000, 32767),
             max_requests_in_flight: 600,
             max_body_bytes: 3 << 20,
+            health: kyb_component::Health::default(),
         }
     }
 }
@@ -168,6 +172,7 @@ impl ApiServer {
             registry,
             store,
             ready: Arc::new(AtomicBool::new(false)),
+            health: config.health.clone(),
         });
         Ok(Self {
             engine,

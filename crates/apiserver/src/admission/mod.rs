@@ -235,7 +235,7 @@ pub fn forbidden(attributes: &Attributes<'_>, why: impl std::fmt::Display) -> St
     } else {
         format!(
             "{resource} {} is forbidden: {why}",
-            kyb_api::gofmt::quote(attributes.name)
+            kyb_apimachinery::gofmt::quote(attributes.name)
         )
     };
     Status::forbidden(message).with_details(

@@ -44,9 +44,11 @@ impl Plugin for PodSecurity {
                 .cache
                 .lookup_shared("", "namespaces", None, attributes.namespace)
         };
-        let namespace_labels = namespace_object.as_deref().and_then(kyb_api::meta::labels);
+        let namespace_labels = namespace_object
+            .as_deref()
+            .and_then(kyb_apimachinery::meta::labels);
         let name = object
-            .and_then(kyb_api::meta::name)
+            .and_then(kyb_apimachinery::meta::name)
             .unwrap_or(attributes.name);
         // Kubernetes' request info names a namespace only on its updates.
         let request_namespace = match (is_namespace, attributes.operation) {

@@ -14,9 +14,10 @@ use super::rules::{self, Rule};
 use super::{Attributes, Context, Plugin};
 use crate::auth::User;
 use async_trait::async_trait;
-use kyb_api::labels::Selector;
+use kyb_api::Status;
 use kyb_api::registry::{Resource, ResourceDef};
-use kyb_api::{Status, meta};
+use kyb_apimachinery::labels::Selector;
+use kyb_apimachinery::meta;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -59,8 +60,9 @@ impl Match {
         namespace: &dyn Fn(&str) -> Option<Value>,
         registry: &kyb_api::registry::Snapshot,
     ) -> Option<Arc<Resource>> {
-        let name = kyb_api::meta::name(object.or(attributes.old_object).unwrap_or(&Value::Null))
-            .unwrap_or(attributes.name);
+        let name =
+            kyb_apimachinery::meta::name(object.or(attributes.old_object).unwrap_or(&Value::Null))
+                .unwrap_or(attributes.name);
         let covers = |list: &[Rule], def: &ResourceDef| {
             list.iter().any(|rule| {
                 rule.matches(

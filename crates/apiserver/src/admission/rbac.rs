@@ -40,7 +40,7 @@ impl Plugin for RbacEscalation {
         match decision {
             Some(Ok(())) => Ok(()),
             Some(Err(refusal)) => {
-                let name = kyb_api::meta::name(&object).unwrap_or(attributes.name);
+                let name = kyb_apimachinery::meta::name(&object).unwrap_or(attributes.name);
                 Err(
                     Status::forbidden(refusal.status_message(&attributes.resource.plural, name))
                         .with_details(kyb_rbac::RBAC_GROUP, &attributes.resource.plural, name),

@@ -13,8 +13,10 @@
 use super::{Attributes, Context, Operation, Plugin};
 use crate::engine::Engine;
 use async_trait::async_trait;
+use kyb_api::Resource;
+use kyb_api::Status;
 use kyb_api::registry::Subresource;
-use kyb_api::{Resource, Status, meta};
+use kyb_apimachinery::meta;
 use kyb_serving::Verb;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};

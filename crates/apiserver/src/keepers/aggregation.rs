@@ -49,7 +49,7 @@ async fn aggregate(engine: &Engine) {
         updated["rules"] = kyb_rbac::PolicyRule::list_to_json(&rules);
         if let Err(status) = crate::rest::ensure(engine, def, updated, true).await {
             tracing::warn!(
-                role = kyb_api::meta::name(role).unwrap_or_default(),
+                role = kyb_apimachinery::meta::name(role).unwrap_or_default(),
                 error = %status.message,
                 "cannot update an aggregated ClusterRole"
             );

@@ -11,7 +11,8 @@ use crate::kinds;
 use crate::response::{self, Response};
 use crate::util;
 use http::StatusCode;
-use kyb_api::{Status, meta};
+use kyb_api::Status;
+use kyb_apimachinery::meta;
 use serde_json::{Value, json};
 
 /// The parsed `DeleteOptions` (from the body and the query).

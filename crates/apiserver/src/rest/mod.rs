@@ -331,8 +331,10 @@ pub async fn ensure(
     object: serde_json::Value,
     update: bool,
 ) -> Result<serde_json::Value, Status> {
-    let namespace = kyb_api::meta::namespace(&object).map(str::to_string);
-    let name = kyb_api::meta::name(&object).unwrap_or_default().to_string();
+    let namespace = kyb_apimachinery::meta::namespace(&object).map(str::to_string);
+    let name = kyb_apimachinery::meta::name(&object)
+        .unwrap_or_default()
+        .to_string();
     let call = internal_call(engine, def, Verb::Create, namespace.as_deref(), None)?;
     let (object, _) = body::normalize(&call, object, body::Kind::Of(def))?;
     match write::create_object(&call, object.clone(), true).await {
@@ -346,7 +348,7 @@ pub async fn ensure(
                         }
                     }
                 }
-                kyb_api::meta::metadata_mut(&mut new).remove("resourceVersion");
+                kyb_apimachinery::meta::metadata_mut(&mut new).remove("resourceVersion");
                 strategy::prepare_update(def, &mut new, current)?;
                 Ok(new)
             })

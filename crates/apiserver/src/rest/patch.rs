@@ -11,7 +11,8 @@ use crate::response::{self, Response};
 use crate::util;
 use http::StatusCode;
 use kyb_api::status::Cause;
-use kyb_api::{Resource, Status, meta};
+use kyb_api::{Resource, Status};
+use kyb_apimachinery::meta;
 use serde_json::Value;
 
 pub async fn patch(call: &Call<'_>) -> Result<Response, Status> {

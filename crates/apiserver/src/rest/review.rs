@@ -43,7 +43,8 @@ pub async fn create(call: &Call<'_>) -> Result<Response, Status> {
         fields.insert("kind".into(), call.def.kind.as_ref().into());
         fields.insert("status".into(), status);
     }
-    kyb_api::meta::metadata_mut(&mut review).insert("creationTimestamp".into(), Value::Null);
+    kyb_apimachinery::meta::metadata_mut(&mut review)
+        .insert("creationTimestamp".into(), Value::Null);
     Ok(response::json(StatusCode::CREATED, &review))
 }
 
@@ -55,7 +56,10 @@ fn invalid(call: &Call<'_>, field: &str, value: &str, detail: &str) -> Status {
         "",
         &[Cause {
             reason: "FieldValueInvalid".into(),
-            message: format!("Invalid value: {}: {detail}", kyb_api::gofmt::quote(value)),
+            message: format!(
+                "Invalid value: {}: {detail}",
+                kyb_apimachinery::gofmt::quote(value)
+            ),
             field: field.into(),
         }],
     )

@@ -20,7 +20,9 @@ pub async fn create(
 ) -> Result<Value, Status> {
     let _allocating = call.engine.services.allocation.lock().await;
     call.engine.fresh().await;
-    let name = kyb_api::meta::name(&object).unwrap_or_default().to_string();
+    let name = kyb_apimachinery::meta::name(&object)
+        .unwrap_or_default()
+        .to_string();
     if call.cache.get(key).is_some() {
         return Err(Status::already_exists("", "services", &name));
     }
@@ -141,7 +143,9 @@ pub async fn create(
     }
     let created = store_new(call, key, object).await?;
     // The next allocation must see this one.
-    if let Some(revision) = kyb_api::meta::resource_version(&created).and_then(|r| r.parse().ok()) {
+    if let Some(revision) =
+        kyb_apimachinery::meta::resource_version(&created).and_then(|r| r.parse().ok())
+    {
         call.engine
             .cache
             .wait_for(revision, Duration::from_secs(5))

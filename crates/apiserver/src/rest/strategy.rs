@@ -5,7 +5,8 @@
 
 use super::Call;
 use crate::util;
-use kyb_api::{Resource, Status, meta};
+use kyb_api::{Resource, Status};
+use kyb_apimachinery::meta;
 use serde_json::{Map, Value};
 
 /// Everything but metadata and status: what a generation counts.

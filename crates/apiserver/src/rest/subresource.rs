@@ -11,7 +11,8 @@ use crate::negotiation::{self, BodyFormat};
 use crate::response::{self, Response};
 use http::StatusCode;
 use kyb_api::registry::{ScalePaths, SelectorForm, Subresource};
-use kyb_api::{Resource, Status, meta};
+use kyb_api::{Resource, Status};
+use kyb_apimachinery::meta;
 use kyb_serving::Verb;
 use serde_json::{Value, json};
 
@@ -506,7 +507,7 @@ async fn evict(
     let Some(mut budget) = budgets.pop() else {
         return delete_evicted(call, name, options, pod, false).await;
     };
-    let ready = pod_ready(pod);
+    let ready = kyb_component_helpers::pod_readiness::is_ready_json(pod);
     let policy = budget
         .pointer("/spec/unhealthyPodEvictionPolicy")
         .and_then(Value::as_str);
@@ -576,18 +577,6 @@ fn can_ignore_budgets(pod: &Value) -> bool {
         .is_some_and(|t| !t.is_null())
 }
 
-/// Whether the pod's Ready condition is true.
-fn pod_ready(pod: &Value) -> bool {
-    pod.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|conditions| {
-            conditions.iter().any(|c| {
-                c.get("type").and_then(Value::as_str) == Some("Ready")
-                    && c.get("status").and_then(Value::as_str) == Some("True")
-            })
-        })
-}
-
 /// Deletes the evicted pod with the eviction's options. When the decision depended on
 /// the pod's state (`guard`), the delete is conditional on the pod not having changed
 /// since (its resource version), unless the eviction states its own preconditions.
@@ -627,7 +616,7 @@ fn disruption_budgets(call: &Call<'_>, pod: &Value) -> Result<Vec<Value>, Status
         let Some(selector) = budget.pointer("/spec/selector") else {
             continue;
         };
-        let Ok(selector) = kyb_api::labels::Selector::from_label_selector(selector) else {
+        let Ok(selector) = kyb_apimachinery::labels::Selector::from_label_selector(selector) else {
             continue;
         };
         // As in Kubernetes' eviction: a budget whose selector is empty matches nothing here.
@@ -931,7 +920,11 @@ mod tests {
         assert!(can_ignore_budgets(&pod("Pending", false, "False")));
         assert!(can_ignore_budgets(&pod("Running", true, "True")));
         assert!(!can_ignore_budgets(&pod("Running", false, "True")));
-        assert!(pod_ready(&pod("Running", false, "True")));
-        assert!(!pod_ready(&pod("Running", false, "False")));
+        assert!(kyb_component_helpers::pod_readiness::is_ready_json(&pod(
+            "Running", false, "True"
+        )));
+        assert!(!kyb_component_helpers::pod_readiness::is_ready_json(&pod(
+            "Running", false, "False"
+        )));
     }
 }

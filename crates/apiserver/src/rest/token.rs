@@ -7,8 +7,9 @@ use crate::auth::{BoundObject, DEFAULT_EXPIRATION, ISSUER, MIN_EXPIRATION, Token
 use crate::response::{self, Response};
 use crate::util;
 use http::StatusCode;
+use kyb_api::Status;
 use kyb_api::status::Cause;
-use kyb_api::{Status, meta};
+use kyb_apimachinery::meta;
 use serde_json::{Value, json};
 
 /// The longest lifetime a token may ask for (2^32 seconds, as Kubernetes validates).

@@ -5,8 +5,9 @@ use crate::admission::{self, Operation};
 use crate::engine::storage_error;
 use crate::response::{self, Response};
 use http::StatusCode;
+use kyb_api::Status;
 use kyb_api::registry::Subresource;
-use kyb_api::{Status, meta};
+use kyb_apimachinery::meta;
 use kyb_storage::Revision;
 use serde_json::Value;
 
@@ -364,7 +365,7 @@ mod tests {
     /// resourceVersion removed.
     fn by_copy(object: &Value) -> Vec<u8> {
         let mut object = object.clone();
-        kyb_api::meta::metadata_mut(&mut object).remove("resourceVersion");
+        kyb_apimachinery::meta::metadata_mut(&mut object).remove("resourceVersion");
         serde_json::to_vec(&object).unwrap_or_default()
     }
 

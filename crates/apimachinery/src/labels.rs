@@ -1,8 +1,12 @@
-//! Label selectors: parsing the `labelSelector` query syntax (equality- and set-based) and
-//! matching label sets, as `k8s.io/apimachinery/pkg/labels` does.
+//! Label selectors: parsing the `labelSelector` query syntax (equality- and set-based),
+//! `metav1.LabelSelector` objects (JSON or typed parts) and map selectors, and matching
+//! label sets, as `k8s.io/apimachinery/pkg/labels` does. The one implementation: the API
+//! server's list filters, validation, the controllers, quota and the scheduler use it.
 
 use serde_json::Value;
 use std::collections::BTreeSet;
+
+use crate::names;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Operator {
@@ -68,69 +72,108 @@ impl Selector {
         Ok(Self { requirements })
     }
 
-    /// The selector of a `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`).
-    /// A missing selector matches nothing (`None`), an empty one everything.
+    /// The selector of a `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`)
+    /// in JSON form, as `metav1.LabelSelectorAsSelector`: an empty one selects everything;
+    /// a malformed one (bad key or value, unknown operator, values where none are allowed
+    /// or none where some are needed) is an error.
     pub fn from_label_selector(selector: &Value) -> Result<Self, String> {
-        let mut requirements = Vec::new();
-        if let Some(labels) = selector.get("matchLabels").and_then(Value::as_object) {
-            for (key, value) in labels {
-                let value = value.as_str().unwrap_or_default();
-                check_key(key)?;
-                check_value(value)?;
-                requirements.push(Requirement {
-                    key: key.clone(),
-                    operator: Operator::Equals,
-                    values: BTreeSet::from([value.to_string()]),
-                });
-            }
+        let match_labels = selector
+            .get("matchLabels")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or_default()));
+        let mut expressions = Vec::new();
+        for expression in selector
+            .get("matchExpressions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let text = |key: &str| expression.get(key).and_then(Value::as_str);
+            let values: Vec<&str> = expression
+                .get("values")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            expressions.push((text("key").unwrap_or_default(), text("operator"), values));
         }
-        if let Some(expressions) = selector.get("matchExpressions").and_then(Value::as_array) {
-            for expression in expressions {
-                let key = expression
-                    .get("key")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                check_key(key)?;
-                let values: BTreeSet<String> = expression
-                    .get("values")
-                    .and_then(Value::as_array)
-                    .map(|v| {
-                        v.iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_string)
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let operator = match expression.get("operator").and_then(Value::as_str) {
-                    Some("In") => Operator::In,
-                    Some("NotIn") => Operator::NotIn,
-                    Some("Exists") => Operator::Exists,
-                    Some("DoesNotExist") => Operator::DoesNotExist,
-                    other => {
-                        return Err(format!("{other:?} is not a valid label selector operator"));
-                    }
-                };
-                match operator {
-                    Operator::In | Operator::NotIn if values.is_empty() => {
-                        return Err("for 'in', 'notin' operators, values set can't be empty".into());
-                    }
-                    Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
-                        return Err("values set must be empty for exists and does not exist".into());
-                    }
-                    _ => {}
+        Self::from_parts(
+            match_labels,
+            expressions
+                .iter()
+                .map(|(key, operator, values)| (*key, *operator, values.iter().copied())),
+        )
+    }
+
+    /// A `metav1.LabelSelector` from its parts, for typed callers: the `matchLabels` pairs
+    /// and each expression's key, operator and values (see [`Selector::from_label_selector`]).
+    pub fn from_parts<'a, V: IntoIterator<Item = &'a str>>(
+        match_labels: impl IntoIterator<Item = (&'a str, &'a str)>,
+        match_expressions: impl IntoIterator<Item = (&'a str, Option<&'a str>, V)>,
+    ) -> Result<Self, String> {
+        let mut requirements = Vec::new();
+        for (key, value) in match_labels {
+            check_key(key)?;
+            check_value(value)?;
+            requirements.push(Requirement {
+                key: key.to_string(),
+                operator: Operator::Equals,
+                values: BTreeSet::from([value.to_string()]),
+            });
+        }
+        for (key, operator, values) in match_expressions {
+            check_key(key)?;
+            let values: BTreeSet<String> = values.into_iter().map(str::to_string).collect();
+            let operator = match operator {
+                Some("In") => Operator::In,
+                Some("NotIn") => Operator::NotIn,
+                Some("Exists") => Operator::Exists,
+                Some("DoesNotExist") => Operator::DoesNotExist,
+                other => {
+                    return Err(format!(
+                        "{:?} is not a valid label selector operator",
+                        other.unwrap_or_default()
+                    ));
                 }
-                for value in &values {
-                    check_value(value)?;
+            };
+            match operator {
+                Operator::In | Operator::NotIn if values.is_empty() => {
+                    return Err("for 'in', 'notin' operators, values set can't be empty".into());
                 }
-                requirements.push(Requirement {
-                    key: key.to_string(),
-                    operator,
-                    values,
-                });
+                Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
+                    return Err("values set must be empty for exists and does not exist".into());
+                }
+                _ => {}
             }
+            for value in &values {
+                check_value(value)?;
+            }
+            requirements.push(Requirement {
+                key: key.to_string(),
+                operator,
+                values,
+            });
         }
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(Self { requirements })
+    }
+
+    /// A plain map selector (a Service's or ReplicationController's `selector`): every pair
+    /// must match. Keys and values are not checked (the API validated them).
+    pub fn from_map<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        Self {
+            requirements: pairs
+                .into_iter()
+                .map(|(key, value)| Requirement {
+                    key: key.to_string(),
+                    operator: Operator::Equals,
+                    values: BTreeSet::from([value.to_string()]),
+                })
+                .collect(),
+        }
     }
 
     /// Whether a label map (`metadata.labels`, or `None`) satisfies the selector.
@@ -295,14 +338,14 @@ pub fn check_key(key: &str) -> Result<(), String> {
         None => (None, key),
     };
     if let Some(prefix) = prefix
-        && (prefix.is_empty() || prefix.len() > 253 || !is_dns_subdomain(prefix))
+        && (prefix.is_empty() || !names::dns1123_subdomain_errors(prefix).is_empty())
     {
         return invalid("prefix part must be a lowercase RFC 1123 subdomain");
     }
     if name.is_empty() {
         return invalid("name part must be non-empty");
     }
-    if name.len() > 63 || !is_label_token(name) {
+    if !names::qualified_part_errors(name).is_empty() {
         return invalid(
             "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character, at most 63 characters",
         );
@@ -312,37 +355,13 @@ pub fn check_key(key: &str) -> Result<(), String> {
 
 /// A label value: empty, or like the name part of a key.
 pub fn check_value(value: &str) -> Result<(), String> {
-    if value.is_empty() || (value.len() <= 63 && is_label_token(value)) {
+    if names::label_value_errors(value).is_empty() {
         Ok(())
     } else {
         Err(format!(
             "unable to parse requirement: invalid label value: {value:?}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
         ))
     }
-}
-
-fn is_label_token(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    let alnum = |b: &u8| b.is_ascii_alphanumeric();
-    bytes.first().is_some_and(alnum)
-        && bytes.last().is_some_and(alnum)
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-}
-
-fn is_dns_subdomain(s: &str) -> bool {
-    s.split('.').all(|label| {
-        let bytes = label.as_bytes();
-        let edge = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-        !bytes.is_empty()
-            && bytes.len() <= 63
-            && bytes.first().is_some_and(edge)
-            && bytes.last().is_some_and(edge)
-            && bytes
-                .iter()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-    })
 }
 
 #[cfg(test)]

@@ -1,21 +1,67 @@
-//! A pod's lifecycle as the workload controllers read it: running and Ready, available
-//! (Ready for at least `minReadySeconds`), terminating, finished — from a pod, or from
-//! its [`Lifecycle`], the few bytes of it a controller keeps per pod while it reads its
-//! pods one at a time.
+//! A pod's lifecycle as the controllers and the API server read it (Kubernetes'
+//! `pkg/api/v1/pod` helpers): Ready (the first `Ready` condition is `True`), running and
+//! Ready, available (Ready for at least `minReadySeconds`), terminating, finished — from a
+//! pod, from its JSON form, or from its [`Lifecycle`], the few bytes of it a controller
+//! keeps per pod while it reads its pods one at a time.
+//!
+//! Availability as the workload controllers have always counted it here: a pod Ready for
+//! `minReadySeconds` or more is available, and so is a Ready pod whose condition has no
+//! transition time.
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodCondition};
+use kyb_apimachinery::json;
+use serde_json::Value;
 use std::time::Duration;
 
-/// The time the pod's Ready condition turned True, if it is Ready.
-fn ready_since(pod: &Pod) -> Option<Option<jiff::Timestamp>> {
-    let condition = pod
-        .status
+/// The pod's `Ready` condition, the first of that type (`GetPodReadyCondition`).
+pub fn ready_condition(pod: &Pod) -> Option<&PodCondition> {
+    pod.status
         .as_ref()?
         .conditions
         .iter()
         .flatten()
-        .find(|c| c.type_ == "Ready")?;
+        .find(|c| c.type_ == "Ready")
+}
+
+/// The time the pod's Ready condition turned True, if it is Ready.
+pub fn ready_since(pod: &Pod) -> Option<Option<jiff::Timestamp>> {
+    let condition = ready_condition(pod)?;
     (condition.status == "True").then(|| condition.last_transition_time.as_ref().map(|t| t.0))
+}
+
+/// Whether a pod in JSON form has its Ready condition True (`IsPodReady`).
+pub fn is_ready_json(pod: &Value) -> bool {
+    json::items(pod, &["status", "conditions"])
+        .iter()
+        .find(|c| json::str_at(c, &["type"]) == "Ready")
+        .is_some_and(|c| json::str_at(c, &["status"]) == "True")
+}
+
+/// How long until a pod Ready since `ready_since` (see [`ready_since`]) becomes available
+/// (`Some(ZERO)` when it already is): once its Ready condition has been True for
+/// `min_ready_seconds`, counted exactly from the condition's transition time. `None` when
+/// the pod is not Ready, or is Ready without a transition time while `min_ready_seconds`
+/// is positive — Kubernetes' `IsPodAvailable` never counts such a pod available. (The
+/// DaemonSet and StatefulSet copy counted it available at once, the ReplicaSet copy never;
+/// Kubernetes is the latter.)
+pub fn until_available_since(
+    ready_since: Option<Option<jiff::Timestamp>>,
+    min_ready_seconds: i32,
+    now: jiff::Timestamp,
+) -> Option<Duration> {
+    let since = ready_since?;
+    if min_ready_seconds <= 0 {
+        return Some(Duration::ZERO);
+    }
+    let at = since?.checked_add(jiff::SignedDuration::from_secs(i64::from(
+        min_ready_seconds,
+    )));
+    let at = at.ok()?;
+    if at <= now {
+        Some(Duration::ZERO)
+    } else {
+        Some(now.duration_until(at).unsigned_abs())
+    }
 }
 
 /// The pod phases these checks tell apart.
@@ -65,24 +111,13 @@ impl Lifecycle {
     }
 
     /// How long until a Ready pod becomes available (`Some(ZERO)` when it already is),
-    /// or `None` when it is not Ready.
+    /// or `None` when it is not Ready or never will be (see [`until_available_since`]).
     pub fn until_available(
         &self,
         min_ready_seconds: i32,
         now: jiff::Timestamp,
     ) -> Option<Duration> {
-        let since = self.ready_since?;
-        if min_ready_seconds <= 0 {
-            return Some(Duration::ZERO);
-        }
-        let Some(since) = since else {
-            return Some(Duration::ZERO);
-        };
-        let ready_for = now.as_second() - since.as_second();
-        let wanted = i64::from(min_ready_seconds);
-        Some(Duration::from_secs(
-            u64::try_from(wanted - ready_for).unwrap_or(0),
-        ))
+        until_available_since(self.ready_since, min_ready_seconds, now)
     }
 
     /// Whether the pod has been Ready for `min_ready_seconds`.
@@ -192,6 +227,48 @@ mod tests {
             0,
             now
         ));
+    }
+
+    #[test]
+    fn availability_is_counted_exactly_and_needs_a_transition_time() {
+        let at = |s: &str| s.parse::<jiff::Timestamp>().unwrap();
+        let since = Some(Some(at("2026-01-01T00:00:10Z")));
+        assert_eq!(
+            until_available_since(since, 5, at("2026-01-01T00:00:14.5Z")),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(
+            until_available_since(since, 5, at("2026-01-01T00:00:15Z")),
+            Some(Duration::ZERO)
+        );
+        // Ready without a transition time: available only without minReadySeconds.
+        assert_eq!(
+            until_available_since(Some(None), 0, at("2026-01-01T00:00:15Z")),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            until_available_since(Some(None), 5, at("2026-01-01T00:00:15Z")),
+            None
+        );
+        assert_eq!(
+            until_available_since(None, 0, at("2026-01-01T00:00:15Z")),
+            None
+        );
+    }
+
+    #[test]
+    fn the_first_ready_condition_counts_in_either_form() {
+        let value = serde_json::json!({"status": {"conditions": [
+            {"type": "PodScheduled", "status": "True"},
+            {"type": "Ready", "status": "False"},
+            {"type": "Ready", "status": "True"}]}});
+        let typed: Pod = serde_json::from_value(value.clone()).unwrap();
+        assert!(!is_ready(&typed));
+        assert!(!is_ready_json(&value));
+        let ready =
+            serde_json::json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+        assert!(is_ready_json(&ready));
+        assert!(!is_ready_json(&serde_json::json!({"status": null})));
     }
 
     #[test]

@@ -267,6 +267,23 @@ pub fn qualified_name_errors(value: &str) -> Vec<String> {
     errs
 }
 
+/// Checks the name part of a qualified name (a label key without its prefix): at most 63
+/// alphanumerics, '-', '_' or '.', starting and ending alphanumeric.
+pub fn qualified_part_errors(name: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if name.len() > QUALIFIED_NAME_MAX_LENGTH {
+        errs.push(max_len_error(QUALIFIED_NAME_MAX_LENGTH));
+    }
+    if !matches_qualified_part(name) {
+        errs.push(regex_error(
+            QUALIFIED_NAME_MSG,
+            QUALIFIED_NAME_FMT,
+            &["MyName", "my.name", "123-abc"],
+        ));
+    }
+    errs
+}
+
 /// Checks a label value: empty, or at most 63 alphanumerics, '-', '_' or '.'.
 pub fn label_value_errors(value: &str) -> Vec<String> {
     let mut errs = Vec::new();

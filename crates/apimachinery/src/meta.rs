@@ -1,4 +1,6 @@
-//! Accessors for objects in their JSON form (`metadata.name`, labels, ...).
+//! Object metadata in its JSON form (`metadata.name`, labels, annotations, ...), read with
+//! the rules of [`crate::json`]: `null` and wrong types are absent, and the identifying
+//! strings (`name`, `namespace`, `uid`, ...) are absent when empty, as Go's `""`.
 
 use serde_json::{Map, Value};
 
@@ -54,6 +56,31 @@ pub fn deletion_timestamp(object: &Value) -> Option<&str> {
     str_field(object, "deletionTimestamp")
 }
 
+/// Whether `metadata.deletionTimestamp` is set.
+pub fn is_deleting(object: &Value) -> bool {
+    metadata(object)
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some_and(|t| !t.is_null())
+}
+
+/// The string value of annotation `key`.
+pub fn annotation<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
+    metadata(object)?
+        .get("annotations")?
+        .as_object()?
+        .get(key)?
+        .as_str()
+}
+
+/// Whether `metadata.annotations` has `key` (whatever its value), as Go's
+/// `_, ok := m[key]`.
+pub fn has_annotation(object: &Value, key: &str) -> bool {
+    metadata(object)
+        .and_then(|m| m.get("annotations"))
+        .and_then(Value::as_object)
+        .is_some_and(|a| a.contains_key(key))
+}
+
 pub fn labels(object: &Value) -> Option<&Map<String, Value>> {
     metadata(object)?.get("labels")?.as_object()
 }
@@ -90,5 +117,10 @@ mod tests {
         let mut broken = json!("string");
         metadata_mut(&mut broken).insert("name".into(), "n".into());
         assert_eq!(name(&broken), Some("n"));
+        let annotated = json!({"metadata": {"annotations": {"a": "1", "b": null},
+            "deletionTimestamp": "2026-01-01T00:00:00Z"}});
+        assert_eq!(annotation(&annotated, "a"), Some("1"));
+        assert!(has_annotation(&annotated, "b") && !has_annotation(&annotated, "c"));
+        assert!(is_deleting(&annotated) && !is_deleting(&object));
     }
 }

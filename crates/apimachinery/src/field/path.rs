@@ -5,16 +5,16 @@ use std::fmt;
 
 /// A path to a field of an object, built from the root down.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Path(String);
+pub struct Path(String);
 
 impl Path {
     /// A root path; `""` is the whole object.
-    pub(crate) fn new(root: &str) -> Path {
+    pub fn new(root: &str) -> Path {
         Path(root.to_string())
     }
 
     /// The path of a named child field.
-    pub(crate) fn child(&self, name: &str) -> Path {
+    pub fn child(&self, name: &str) -> Path {
         if self.0.is_empty() {
             Path(name.to_string())
         } else {
@@ -23,12 +23,12 @@ impl Path {
     }
 
     /// The path of a list element.
-    pub(crate) fn index(&self, i: usize) -> Path {
+    pub fn index(&self, i: usize) -> Path {
         Path(format!("{}[{i}]", self.0))
     }
 
     /// The path of a map entry.
-    pub(crate) fn key(&self, k: &str) -> Path {
+    pub fn key(&self, k: &str) -> Path {
         Path(format!("{}[{k}]", self.0))
     }
 }

@@ -1,13 +1,17 @@
-//! Field errors, shaped like Kubernetes' `field.Error`: a kind, the JSON path of the field,
-//! the offending value and a human detail. `Display` renders them exactly the way the
-//! Kubernetes API server words them in `Status` messages and causes.
+//! Field errors, shaped like Kubernetes' `field.Error` (`k8s.io/apimachinery/pkg/util/
+//! validation/field`): a kind, the JSON path of the field, the offending value and a human
+//! detail. `Display` renders them exactly the way the Kubernetes API server words them in
+//! `Status` messages and causes. Validation, the audit policy and the scheduler's
+//! configuration report their problems with them.
 
 use std::fmt;
 
-use kyb_api::gofmt;
+use crate::gofmt;
 use serde_json::Value;
 
-use crate::path::Path;
+mod path;
+
+pub use path::Path;
 
 /// What is wrong with a field, as Kubernetes' `field.ErrorType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,7 +82,12 @@ pub struct FieldError {
 }
 
 impl FieldError {
-    fn new(kind: ErrorKind, path: &Path, value: Option<Value>, detail: impl Into<String>) -> Self {
+    pub fn new(
+        kind: ErrorKind,
+        path: &Path,
+        value: Option<Value>,
+        detail: impl Into<String>,
+    ) -> Self {
         FieldError {
             kind,
             field: path.to_string(),
@@ -87,28 +96,28 @@ impl FieldError {
         }
     }
 
-    pub(crate) fn required(path: &Path, detail: impl Into<String>) -> Self {
+    pub fn required(path: &Path, detail: impl Into<String>) -> Self {
         Self::new(ErrorKind::Required, path, None, detail)
     }
 
-    pub(crate) fn invalid(path: &Path, value: impl Into<Value>, detail: impl Into<String>) -> Self {
+    pub fn invalid(path: &Path, value: impl Into<Value>, detail: impl Into<String>) -> Self {
         Self::new(ErrorKind::Invalid, path, Some(value.into()), detail)
     }
 
-    pub(crate) fn forbidden(path: &Path, detail: impl Into<String>) -> Self {
+    pub fn forbidden(path: &Path, detail: impl Into<String>) -> Self {
         Self::new(ErrorKind::Forbidden, path, None, detail)
     }
 
-    pub(crate) fn duplicate(path: &Path, value: impl Into<Value>) -> Self {
+    pub fn duplicate(path: &Path, value: impl Into<Value>) -> Self {
         Self::new(ErrorKind::Duplicate, path, Some(value.into()), "")
     }
 
-    pub(crate) fn not_found(path: &Path, value: impl Into<Value>) -> Self {
+    pub fn not_found(path: &Path, value: impl Into<Value>) -> Self {
         Self::new(ErrorKind::NotFound, path, Some(value.into()), "")
     }
 
     /// An unsupported value; the detail lists the supported ones, quoted, in the given order.
-    pub(crate) fn not_supported(path: &Path, value: impl Into<Value>, supported: &[&str]) -> Self {
+    pub fn not_supported(path: &Path, value: impl Into<Value>, supported: &[&str]) -> Self {
         let detail = if supported.is_empty() {
             String::new()
         } else {
@@ -119,7 +128,7 @@ impl FieldError {
     }
 
     /// A value longer than `max` bytes.
-    pub(crate) fn too_long(path: &Path, max: usize) -> Self {
+    pub fn too_long(path: &Path, max: usize) -> Self {
         let unit = if max == 1 { "byte" } else { "bytes" };
         Self::new(
             ErrorKind::TooLong,
@@ -130,7 +139,7 @@ impl FieldError {
     }
 
     /// A list with `actual` items where at most `max` are allowed.
-    pub(crate) fn too_many(path: &Path, actual: usize, max: usize) -> Self {
+    pub fn too_many(path: &Path, actual: usize, max: usize) -> Self {
         let detail = if max == 1 {
             "must have at most 1 item".to_string()
         } else {
@@ -192,7 +201,7 @@ pub fn invalid_message(group: &str, kind: &str, name: &str, errors: &[FieldError
 /// strings with `%q`, numbers and booleans with `%v`, string maps and string lists in Go
 /// syntax (`%#v` of a `map[string]string` or `[]string`), null as `null`, and anything
 /// else as JSON.
-pub(crate) fn render_value(value: &Value) -> String {
+pub fn render_value(value: &Value) -> String {
     match value {
         Value::Null => "null".to_string(),
         Value::Bool(_) | Value::Number(_) => gofmt::v(value),

@@ -1,6 +1,10 @@
 //! Resource quantities (`100m`, `1Gi`, `1.5`, `2e3`) as Kubernetes' `resource.Quantity`:
-//! parsing with its exact error messages, exact comparison and addition, rounding, and the
-//! canonical string form the API server writes back (`1.5` → `1500m`, `1024Mi` → `1Gi`).
+//! parsing with its exact error messages, exact comparison and arithmetic, rounding, Go's
+//! integer views (`Value`, `MilliValue`), the canonical string form
+//! (`1.5` → `1500m`, `1024Mi` → `1Gi`), and the text Go writes back for a quantity it
+//! decoded ([`marshal`]: the canonical form, or the text itself when Go's parser kept it).
+//! The one implementation: validation, defaulting, the printers, quota, the scheduler and
+//! the controllers all read quantities here.
 //!
 //! A value is `mantissa × 10^exponent` with a `u128` mantissa and a sign, which is exact for
 //! every quantity Kubernetes itself can hold (it caps binary values at 2^63-1 and rounds
@@ -279,6 +283,14 @@ impl Quantity {
         }
     }
 
+    /// Go's `NewMilliQuantity(v, DecimalSI)`: `v` thousandths.
+    pub fn from_milli(v: i64) -> Quantity {
+        Quantity {
+            exponent: -3,
+            ..Quantity::from_int(v)
+        }
+    }
+
     /// The format the quantity will be written in.
     pub fn format(&self) -> Format {
         self.format
@@ -410,6 +422,30 @@ impl Quantity {
         q.ceil_value()
     }
 
+    /// Go's `Value()`: rounded up away from zero to a whole number, saturating at the
+    /// `i64` range.
+    pub fn value(&self) -> i64 {
+        saturate(self.ceil_value())
+    }
+
+    /// Go's `MilliValue()`: the value × 1000 rounded up, saturating at the `i64` range.
+    pub fn milli_value_i64(&self) -> i64 {
+        saturate(self.milli_value())
+    }
+
+    /// `-self`, keeping the format.
+    pub fn neg(&self) -> Quantity {
+        Quantity {
+            negative: !self.negative && self.mantissa != 0,
+            ..self.clone()
+        }
+    }
+
+    /// `self - other` (Go's `Sub`: a zero `self` takes `other`'s format).
+    pub fn sub(&self, other: &Quantity) -> Quantity {
+        self.add(&other.neg())
+    }
+
     /// An approximation as a float.
     pub fn as_f64(&self) -> f64 {
         let v = self.mantissa as f64 * 10f64.powi(self.exponent);
@@ -472,19 +508,120 @@ impl Quantity {
     }
 }
 
-/// Rewrites a quantity field in canonical form, rounding up to milli precision when
-/// `milli` (resource lists do). Unparseable values are left alone for validation to report.
-pub(crate) fn canonicalize_value(v: &mut Value, milli: bool) {
-    if let Ok(mut q) = Quantity::from_json(v) {
-        if milli {
-            q.round_up(-3);
+fn saturate(v: i128) -> i64 {
+    i64::try_from(v).unwrap_or(if v < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// Go's `resource.MaxMilliValue`: the largest value whose milli form fits an `i64`.
+pub const MAX_MILLI_VALUE: i64 = i64::MAX / 1000;
+
+/// `text` × 10^`scale`, rounded up and saturating (`scale` 3: thousandths, 9:
+/// nano-units); `None` when it does not parse or has no number before its suffix (`"Gi"`).
+pub fn parse_scaled(text: &str, scale: i32) -> Option<i128> {
+    let text = text.trim();
+    let unsigned = text.trim_start_matches(['+', '-']);
+    if !unsigned.starts_with(|c: char| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    Some(Quantity::parse(text).ok()?.scaled_value(scale))
+}
+
+/// The text Kubernetes writes back for a quantity it decoded from `text` (Go's
+/// `MarshalJSON` after `UnmarshalJSON`): `text` itself when Go's parser keeps it — a
+/// value exact in 64 bits whose digits already look canonical (`"1Gi"`, `"100m"`, even
+/// `"+5"` or `"007"`) — otherwise the [`Quantity::canonical`] form (`"1000m"` → `"1"`).
+/// Surrounding whitespace is ignored, as Go's decoder does.
+pub fn marshal(text: &str) -> Result<String, &'static str> {
+    let text = text.trim();
+    let q = Quantity::parse(text)?;
+    if text == "0" || keeps_text(text) {
+        return Ok(text.to_owned());
+    }
+    Ok(q.canonical())
+}
+
+/// Whether Go's `ParseQuantity` caches the text it parsed (its fast path: the value and
+/// scale fit an `int64` and the digits are already in canonical shape).
+fn keeps_text(text: &str) -> bool {
+    let Ok(parts) = scan(text) else {
+        return false;
+    };
+    let Some((base, exponent, format)) = interpret_suffix(parts.suffix) else {
+        return false;
+    };
+    let exponent = i64::from(exponent);
+    let num_len = i64::try_from(parts.num.len()).unwrap_or(i64::MAX);
+    let denom_len = i64::try_from(parts.denom.len()).unwrap_or(i64::MAX);
+    let (mut scale, precision, multiplier) = match format {
+        Format::DecimalSI | Format::DecimalExponent => (
+            exponent,
+            18i64.saturating_sub(num_len.saturating_add(denom_len)),
+            1i64,
+        ),
+        Format::BinarySI => {
+            if exponent < 0 || !parts.denom.is_empty() || base != 2 {
+                return false;
+            }
+            let precision = 15 - num_len.min(1000) - exponent * 3 / 10 - 1;
+            (0, precision, 1i64 << exponent.min(62))
         }
-        *v = Value::String(q.canonical());
+    };
+    if precision < 0 {
+        return false;
+    }
+    scale -= denom_len;
+    if scale < -9 {
+        return false;
+    }
+    let digits = || parts.num.bytes().chain(parts.denom.bytes());
+    let mut value: i64 = 0;
+    for b in digits() {
+        let digit = i64::from(b - b'0');
+        match value.checked_mul(10).and_then(|v| v.checked_add(digit)) {
+            Some(v) => value = v,
+            None => return false,
+        }
+    }
+    if value.checked_mul(multiplier).is_none() {
+        return false;
+    }
+    match format {
+        Format::BinarySI => exponent % 10 == 0 && value & 7 != 0,
+        _ => {
+            let ends_in_000 = digits().rev().take(3).filter(|b| *b == b'0').count() == 3;
+            scale % 3 == 0 && !ends_in_000 && digits().next() != Some(b'0')
+        }
     }
 }
 
+/// Rewrites a quantity field as the API server stores it: Go's decode, defaulting and
+/// encode — rounded up to milli precision when `milli` (resource lists are, by
+/// `SetDefaults_ResourceList`), then written as [`marshal`] writes it (the text itself when
+/// Go keeps it and rounding did not change it, else the canonical form). Unparseable values
+/// are left alone for validation to report.
+pub fn canonicalize_value(v: &mut Value, milli: bool) {
+    let text = match v {
+        Value::String(s) => s.trim().to_owned(),
+        Value::Number(n) => n.to_string(),
+        _ => return,
+    };
+    let Ok(mut q) = Quantity::parse(&text) else {
+        return;
+    };
+    // Go's `RoundUp` drops the kept text only when it changes the scale.
+    let rounds = milli && q.mantissa != 0 && q.exponent < -3;
+    if !rounds && (text == "0" || keeps_text(&text)) {
+        *v = Value::String(text);
+        return;
+    }
+    if milli {
+        q.round_up(-3);
+    }
+    *v = Value::String(q.canonical());
+}
+
 /// Canonicalizes every value of a resource list (`requests`, `limits`, `capacity`, ...).
-pub(crate) fn canonicalize_list(v: Option<&mut Value>) {
+pub fn canonicalize_list(v: Option<&mut Value>) {
     if let Some(Value::Object(m)) = v {
         for q in m.values_mut() {
             canonicalize_value(q, true);
@@ -575,6 +712,92 @@ mod tests {
         assert_eq!(q("1500m").ceil_value(), 2);
         assert_eq!(q("1.5").milli_value(), 1500);
         assert_eq!(q("2Mi").ceil_value(), 2 * 1024 * 1024);
+    }
+
+    #[test]
+    fn go_integer_views_and_subtraction() {
+        assert_eq!(q("1500m").value(), 2);
+        assert_eq!(q("1.5").milli_value_i64(), 1500);
+        assert_eq!(q("1e30").value(), i64::MAX);
+        assert_eq!(q("-1e30").milli_value_i64(), i64::MIN);
+        assert_eq!(q("500m").neg().canonical(), "-500m");
+        assert_eq!(q("-2Gi").neg().canonical(), "2Gi");
+        assert_eq!(q("1").sub(&q("250m")).canonical(), "750m");
+        assert_eq!(q("1Gi").sub(&q("2Gi")).canonical(), "-1Gi");
+        assert_eq!(q("0").sub(&q("1Ki")).canonical(), "-1Ki");
+        assert_eq!(parse_scaled("1.5Gi", 0), Some(1_610_612_736));
+        assert_eq!(parse_scaled("100m", 9), Some(100_000_000));
+        assert_eq!(parse_scaled("Gi", 0), None);
+        assert_eq!(parse_scaled("x", 0), None);
+        for (milli, text) in [
+            (250, "250m"),
+            (1000, "1"),
+            (1500, "1500m"),
+            (2_000_000, "2k"),
+        ] {
+            assert_eq!(Quantity::from_milli(milli).canonical(), text);
+        }
+        assert_eq!(Quantity::from_milli(0).canonical(), "0");
+        assert_eq!(Quantity::from_milli(-250).canonical(), "-250m");
+    }
+
+    #[test]
+    fn marshal_keeps_the_text_go_keeps() {
+        // The printers used to keep canonical-looking text and validation to always
+        // rewrite it; Go keeps it, and `marshal` is Go's answer.
+        for text in [
+            "1Gi", "5Ki", "3Ti", "100m", "1500m", "250m", "10k", "2", "7", "123", "1e3", "+5",
+            "007", "1E6",
+        ] {
+            assert_eq!(marshal(text).as_deref(), Ok(text), "{text}");
+        }
+        assert_eq!(marshal(" 2Gi ").as_deref(), Ok("2Gi"));
+        for (text, want) in [
+            ("1000m", "1"),
+            ("1000", "1k"),
+            ("0.5", "500m"),
+            ("1.5k", "1500"),
+            ("10e5", "1e6"),
+            ("-1000m", "-1"),
+            ("1024Mi", "1Gi"),
+            ("1.5Gi", "1536Mi"),
+            ("0.5Ki", "512"),
+            ("0.1Ki", "102400m"),
+            ("1.5Ki", "1536"),
+            ("1024Pi", "1Ei"),
+            ("0.0000000001", "1n"),
+            ("1.0000000001", "1000000001n"),
+            ("9999999Ei", "9223372036854775807"),
+            ("-0", "0"),
+            ("0Gi", "0"),
+            ("0e3", "0"),
+        ] {
+            assert_eq!(marshal(text).as_deref(), Ok(want), "{text}");
+        }
+        for text in ["1Kb", "abc", "1K", "1e", "", "1..2"] {
+            assert!(marshal(text).is_err(), "{text}");
+        }
+    }
+
+    #[test]
+    fn stored_text_is_what_go_writes_back() {
+        let stored = |v: Value, milli: bool| {
+            let mut v = v;
+            canonicalize_value(&mut v, milli);
+            v
+        };
+        use serde_json::json;
+        assert_eq!(stored(json!("+5"), true), json!("+5"));
+        assert_eq!(stored(json!("1Gi"), true), json!("1Gi"));
+        assert_eq!(stored(json!("1000m"), true), json!("1"));
+        assert_eq!(stored(json!("1.5"), false), json!("1500m"));
+        assert_eq!(stored(json!("0.0001"), true), json!("1m"));
+        assert_eq!(stored(json!("0.0001"), false), json!("100u"));
+        assert_eq!(stored(json!("2.5m"), true), json!("3m"));
+        assert_eq!(stored(json!(5), true), json!("5"));
+        assert_eq!(stored(json!(" 2Gi "), true), json!("2Gi"));
+        assert_eq!(stored(json!("abc"), true), json!("abc"));
+        assert_eq!(stored(json!(true), true), json!(true));
     }
 
     #[test]
