@@ -9,6 +9,7 @@ use crate::informers::{self, Informers};
 use crate::leader::Election;
 use crate::queue::SchedulingQueue;
 use crate::scheduler::Scheduler;
+use kyb_runtime::informer::SharedInformers;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
@@ -28,7 +29,8 @@ pub async fn run(
     registry: Registry,
     identity: &str,
 ) -> Result<(), RunError> {
-    let informers = Arc::new(Informers::default());
+    let shared = SharedInformers::new(client.clone());
+    let informers = Arc::new(Informers::new(&shared));
     let api = Arc::new(KubeClient::new(client.clone(), identity));
     let handle = Arc::new(Handle {
         client: api.clone(),
@@ -47,7 +49,7 @@ pub async fn run(
         config.pod_max_backoff,
     ));
     let cache = Arc::new(Mutex::new(Cache::new()));
-    let mut synced = informers::start(client.clone(), informers, cache.clone(), queue.clone());
+    let mut synced = informers::start(&shared, informers, cache.clone(), queue.clone());
     let (leading, leading_rx) = watch::channel(!config.leader_elect);
     if config.leader_elect {
         let election = Election {
