@@ -18,6 +18,7 @@ use serde::de::{
 };
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 /// A Kubernetes object read without its managed fields.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -31,85 +32,83 @@ impl<K> Slim<K> {
 
 impl<'de, K: Deserialize<'de>> Deserialize<'de> for Slim<K> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        K::deserialize(Skipping {
-            inner: deserializer,
-            level: Level::Object,
-        })
-        .map(Slim)
+        K::deserialize(Skipping::<D, Object>::new(deserializer)).map(Slim)
     }
 }
 
-/// Where in the object a [`Skipping`] deserializer reads.
-#[derive(Clone, Copy)]
-enum Level {
-    /// The object: its `metadata` entry is read at [`Level::Metadata`].
-    Object,
-    /// The metadata: `managedFields` is left out.
-    Metadata,
+/// Where in the object a [`Skipping`] deserializer reads, as a type: only the object's and
+/// the metadata's own maps are read through the level's entries, every value below them by
+/// the input's deserializer as it is (so their code is not generated again).
+trait Level<'de> {
+    type Entries<A: MapAccess<'de>>: MapAccess<'de, Error = A::Error>;
+    fn entries<A: MapAccess<'de>>(map: A) -> Self::Entries<A>;
 }
 
-/// A deserializer handing maps on as [`Entries`] (see the module documentation).
-struct Skipping<D> {
-    inner: D,
-    level: Level,
-}
+/// The object: its `metadata` entry is read at [`Metadata`] level.
+struct Object;
 
-impl<D> Skipping<D> {
-    fn visiting<V>(&self, inner: V) -> Visiting<V> {
-        Visiting {
-            inner,
-            level: self.level,
+impl<'de> Level<'de> for Object {
+    type Entries<A: MapAccess<'de>> = ObjectEntries<A>;
+
+    fn entries<A: MapAccess<'de>>(map: A) -> ObjectEntries<A> {
+        ObjectEntries {
+            inner: map,
+            metadata_next: false,
         }
     }
 }
 
-/// Forwards deserializer methods that cannot reach a map untouched.
-macro_rules! forward_untouched {
-    ($($method:ident ($($arg:ident : $ty:ty),*);)*) => {$(
+/// The metadata: `managedFields` is left out.
+struct Metadata;
+
+impl<'de> Level<'de> for Metadata {
+    type Entries<A: MapAccess<'de>> = MetadataEntries<A>;
+
+    fn entries<A: MapAccess<'de>>(map: A) -> MetadataEntries<A> {
+        MetadataEntries(map)
+    }
+}
+
+/// A deserializer handing maps on as its level's entries (see the module documentation).
+struct Skipping<D, L> {
+    inner: D,
+    level: PhantomData<L>,
+}
+
+impl<D, L> Skipping<D, L> {
+    fn new(inner: D) -> Skipping<D, L> {
+        Skipping {
+            inner,
+            level: PhantomData,
+        }
+    }
+}
+
+/// Forwards deserializer methods; `wrapped` ones with the visitor wrapped (those that may
+/// reach a map), `untouched` ones as they are.
+macro_rules! forward {
+    (wrapped: $($method:ident ($($arg:ident : $ty:ty),*);)*) => {$(
+        fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
+            self.inner.$method($($arg,)* Visiting::<V, L>::new(visitor))
+        }
+    )*};
+    (untouched: $($method:ident ($($arg:ident : $ty:ty),*);)*) => {$(
         fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
             self.inner.$method($($arg,)* visitor)
         }
     )*};
 }
 
-impl<'de, D: Deserializer<'de>> Deserializer<'de> for Skipping<D> {
+impl<'de, D: Deserializer<'de>, L: Level<'de>> Deserializer<'de> for Skipping<D, L> {
     type Error = D::Error;
 
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        let visitor = self.visiting(visitor);
-        self.inner.deserialize_any(visitor)
+    forward! { wrapped:
+        deserialize_any(); deserialize_map(); deserialize_option();
+        deserialize_newtype_struct(name: &'static str);
+        deserialize_struct(name: &'static str, fields: &'static [&'static str]);
     }
 
-    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        let visitor = self.visiting(visitor);
-        self.inner.deserialize_map(visitor)
-    }
-
-    fn deserialize_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        fields: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        let visitor = self.visiting(visitor);
-        self.inner.deserialize_struct(name, fields, visitor)
-    }
-
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
-        let visitor = self.visiting(visitor);
-        self.inner.deserialize_option(visitor)
-    }
-
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, D::Error> {
-        let visitor = self.visiting(visitor);
-        self.inner.deserialize_newtype_struct(name, visitor)
-    }
-
-    forward_untouched! {
+    forward! { untouched:
         deserialize_bool(); deserialize_i8(); deserialize_i16(); deserialize_i32();
         deserialize_i64(); deserialize_i128(); deserialize_u8(); deserialize_u16();
         deserialize_u32(); deserialize_u64(); deserialize_u128(); deserialize_f32();
@@ -127,11 +126,20 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Skipping<D> {
     }
 }
 
-/// A visitor handing maps on as [`Entries`]; everything else reaches the kind's visitor
-/// as it is.
-struct Visiting<V> {
+/// A visitor handing maps on as its level's entries; everything else reaches the kind's
+/// visitor as it is.
+struct Visiting<V, L> {
     inner: V,
-    level: Level,
+    level: PhantomData<L>,
+}
+
+impl<V, L> Visiting<V, L> {
+    fn new(inner: V) -> Visiting<V, L> {
+        Visiting {
+            inner,
+            level: PhantomData,
+        }
+    }
 }
 
 /// Forwards visitor methods taking one value.
@@ -143,7 +151,7 @@ macro_rules! forward_visits {
     )*};
 }
 
-impl<'de, V: Visitor<'de>> Visitor<'de> for Visiting<V> {
+impl<'de, V: Visitor<'de>, L: Level<'de>> Visitor<'de> for Visiting<V, L> {
     type Value = V::Value;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -151,25 +159,15 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Visiting<V> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
-        self.inner.visit_map(Entries {
-            inner: map,
-            level: self.level,
-            metadata_next: false,
-        })
+        self.inner.visit_map(L::entries(map))
     }
 
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
-        self.inner.visit_some(Skipping {
-            inner: d,
-            level: self.level,
-        })
+        self.inner.visit_some(Skipping::<D, L>::new(d))
     }
 
     fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
-        self.inner.visit_newtype_struct(Skipping {
-            inner: d,
-            level: self.level,
-        })
+        self.inner.visit_newtype_struct(Skipping::<D, L>::new(d))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
@@ -195,16 +193,60 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Visiting<V> {
     }
 }
 
-/// A map's entries: at [`Level::Object`], the `metadata` value is read at
-/// [`Level::Metadata`]; at [`Level::Metadata`], `managedFields` is skipped.
-struct Entries<A> {
+/// Hands `key` to `seed`, borrowed from the input if it was.
+fn key_to<'de, T: DeserializeSeed<'de>, E: serde::de::Error>(
+    seed: T,
+    key: Cow<'de, str>,
+) -> Result<T::Value, E> {
+    match key {
+        Cow::Borrowed(key) => seed.deserialize(BorrowedStrDeserializer::new(key)),
+        Cow::Owned(key) => seed.deserialize(StringDeserializer::new(key)),
+    }
+}
+
+/// The object's entries: the `metadata` value is read at [`Metadata`] level, the others
+/// as they are.
+struct ObjectEntries<A> {
     inner: A,
-    level: Level,
-    /// The key just read was the object's `metadata`.
+    /// The key just read was `metadata`.
     metadata_next: bool,
 }
 
-impl<'de, A: MapAccess<'de>> MapAccess<'de> for Entries<A> {
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for ObjectEntries<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, A::Error> {
+        let Some(key) = self.inner.next_key_seed(Key)? else {
+            return Ok(None);
+        };
+        self.metadata_next = key == "metadata";
+        key_to(seed, key).map(Some)
+    }
+
+    fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
+        // Only a value the size of `ObjectMeta` may be the metadata the level is for: for
+        // every other field's type the compiler generates no metadata-level code (the
+        // condition is a constant). A metadata of another type is read as it is.
+        let metadata = std::mem::take(&mut self.metadata_next);
+        if const { size_of::<T::Value>() == size_of::<ObjectMeta>() } && metadata {
+            self.inner.next_value_seed(MetadataSeed(seed))
+        } else {
+            self.inner.next_value_seed(seed)
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.inner.size_hint()
+    }
+}
+
+/// The metadata's entries, but `managedFields` (skipped unparsed).
+struct MetadataEntries<A>(A);
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for MetadataEntries<A> {
     type Error = A::Error;
 
     fn next_key_seed<T: DeserializeSeed<'de>>(
@@ -212,31 +254,19 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Entries<A> {
         seed: T,
     ) -> Result<Option<T::Value>, A::Error> {
         loop {
-            let Some(key) = self.inner.next_key_seed(Key)? else {
+            let Some(key) = self.0.next_key_seed(Key)? else {
                 return Ok(None);
             };
-            match self.level {
-                Level::Metadata if key == "managedFields" => {
-                    self.inner.next_value::<IgnoredAny>()?;
-                    continue;
-                }
-                Level::Metadata => {}
-                Level::Object => self.metadata_next = key == "metadata",
+            if key == "managedFields" {
+                self.0.next_value::<IgnoredAny>()?;
+                continue;
             }
-            return match key {
-                Cow::Borrowed(key) => seed.deserialize(BorrowedStrDeserializer::new(key)),
-                Cow::Owned(key) => seed.deserialize(StringDeserializer::new(key)),
-            }
-            .map(Some);
+            return key_to(seed, key).map(Some);
         }
     }
 
     fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, A::Error> {
-        if std::mem::take(&mut self.metadata_next) {
-            self.inner.next_value_seed(Metadata(seed))
-        } else {
-            self.inner.next_value_seed(seed)
-        }
+        self.0.next_value_seed(seed)
     }
 }
 
@@ -271,17 +301,14 @@ impl<'de> Visitor<'de> for Key {
     }
 }
 
-/// Reads the value `T` expects at [`Level::Metadata`].
-struct Metadata<T>(T);
+/// Reads the value `T` expects at [`Metadata`] level.
+struct MetadataSeed<T>(T);
 
-impl<'de, T: DeserializeSeed<'de>> DeserializeSeed<'de> for Metadata<T> {
+impl<'de, T: DeserializeSeed<'de>> DeserializeSeed<'de> for MetadataSeed<T> {
     type Value = T::Value;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<T::Value, D::Error> {
-        self.0.deserialize(Skipping {
-            inner: d,
-            level: Level::Metadata,
-        })
+        self.0.deserialize(Skipping::<D, Metadata>::new(d))
     }
 }
 
