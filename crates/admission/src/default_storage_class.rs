@@ -7,8 +7,8 @@
 use serde_json::Value;
 
 use crate::denial::Denial;
-use crate::json;
 use kyb_api::Operation;
+use kyb_apimachinery::json;
 
 /// The annotation that marks the default StorageClass (value `"true"`).
 pub const IS_DEFAULT_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
@@ -28,8 +28,9 @@ pub fn applies(operation: Operation, group: &str, resource: &str, subresource: &
 
 /// Whether a StorageClass is marked default (either annotation set to exactly `"true"`).
 pub fn is_default_class(class: &Value) -> bool {
-    json::annotation(class, IS_DEFAULT_CLASS_ANNOTATION) == Some("true")
-        || json::annotation(class, BETA_IS_DEFAULT_CLASS_ANNOTATION) == Some("true")
+    kyb_apimachinery::meta::annotation(class, IS_DEFAULT_CLASS_ANNOTATION) == Some("true")
+        || kyb_apimachinery::meta::annotation(class, BETA_IS_DEFAULT_CLASS_ANNOTATION)
+            == Some("true")
 }
 
 /// The default StorageClass among `classes`: of those marked default, the one created last,
@@ -39,9 +40,9 @@ pub fn default_storage_class<'a>(
 ) -> Option<&'a Value> {
     let mut best: Option<(Option<jiff::Timestamp>, &str, &Value)> = None;
     for class in classes.into_iter().filter(|c| is_default_class(c)) {
-        let created = json::str_at(class, &["metadata", "creationTimestamp"])
+        let created = json::opt_str(class, &["metadata", "creationTimestamp"])
             .and_then(|t| t.parse::<jiff::Timestamp>().ok());
-        let name = json::string(class, &["metadata", "name"]);
+        let name = json::str_at(class, &["metadata", "name"]);
         let better = match &best {
             None => true,
             Some((best_created, best_name, _)) => {
@@ -62,15 +63,15 @@ pub fn admit<'a>(
     pvc: &mut Value,
     classes: impl IntoIterator<Item = &'a Value>,
 ) -> Result<(), Denial> {
-    let has_class = json::has_annotation(pvc, BETA_STORAGE_CLASS_ANNOTATION)
-        || json::get(pvc, &["spec", "storageClassName"]).is_some_and(|v| !v.is_null());
+    let has_class = kyb_apimachinery::meta::has_annotation(pvc, BETA_STORAGE_CLASS_ANNOTATION)
+        || json::at(pvc, &["spec", "storageClassName"]).is_some_and(|v| !v.is_null());
     if has_class || !pvc.is_object() {
         return Ok(());
     }
     let Some(default) = default_storage_class(classes) else {
         return Ok(());
     };
-    let name = json::string(default, &["metadata", "name"]).to_string();
+    let name = json::str_at(default, &["metadata", "name"]).to_string();
     if let Some(spec) = json::spec_mut(pvc) {
         spec.insert("storageClassName".into(), name.into());
     }

@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 
 use crate::denial::Denial;
-use crate::json;
 use kyb_api::Operation;
+use kyb_apimachinery::json;
 
 /// The taint the node lifecycle controller puts on nodes that are not ready.
 pub const TAINT_NODE_NOT_READY: &str = "node.kubernetes.io/not-ready";
@@ -53,11 +53,11 @@ pub fn admit(pod: &mut Value, config: &Config) -> Result<(), Denial> {
             go_type(pod)
         )));
     }
-    let tolerations = json::array(pod, &["spec", "tolerations"]);
+    let tolerations = json::items(pod, &["spec", "tolerations"]);
     let tolerates = |taint: &str| {
         tolerations.iter().any(|t| {
-            let key = json::string(t, &["key"]);
-            let effect = json::string(t, &["effect"]);
+            let key = json::str_at(t, &["key"]);
+            let effect = json::str_at(t, &["effect"]);
             (key == taint || key.is_empty()) && (effect == "NoExecute" || effect.is_empty())
         })
     };

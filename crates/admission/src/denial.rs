@@ -94,7 +94,7 @@ pub fn forbidden_message(group: &str, resource: &str, name: &str, text: &str) ->
     format!(
         "{} {} is forbidden: {text}",
         qualified(group, resource),
-        kyb_api::gofmt::quote(name)
+        kyb_apimachinery::gofmt::quote(name)
     )
 }
 

@@ -32,7 +32,6 @@ pub mod default_storage_class;
 pub mod default_toleration_seconds;
 mod denial;
 mod identity;
-mod json;
 pub mod node_authorizer;
 pub mod node_restriction;
 mod pod_refs;

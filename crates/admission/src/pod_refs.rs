@@ -4,14 +4,14 @@
 
 use serde_json::Value;
 
-use crate::json;
+use kyb_apimachinery::json;
 
 /// The containers of a pod spec in Kubernetes' order (init, regular, ephemeral), skipping
 /// entries that are not objects.
 pub(crate) fn all_containers(spec: &Value) -> impl Iterator<Item = &Value> {
     ["initContainers", "containers", "ephemeralContainers"]
         .into_iter()
-        .flat_map(move |key| json::array(spec, &[key]).iter())
+        .flat_map(move |key| json::items(spec, &[key]).iter())
         .filter(|c| c.is_object())
 }
 
@@ -22,7 +22,7 @@ fn source<'a>(volume: &'a Value, key: &str) -> Option<&'a Value> {
 
 /// The name inside the reference object `key` of `value` (`secretRef`, ...), when set.
 fn reference_name<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
-    source(value, key).map(|r| json::string(r, &["name"]))
+    source(value, key).map(|r| json::str_at(r, &["name"]))
 }
 
 /// Calls `visit` with every secret name the pod spec refers to (image pull secrets,
@@ -32,20 +32,20 @@ pub(crate) fn visit_secret_names<'a>(
     spec: &'a Value,
     visit: &mut dyn FnMut(&'a str) -> bool,
 ) -> bool {
-    for reference in json::array(spec, &["imagePullSecrets"]) {
-        if !visit(json::string(reference, &["name"])) {
+    for reference in json::items(spec, &["imagePullSecrets"]) {
+        if !visit(json::str_at(reference, &["name"])) {
             return false;
         }
     }
     for container in all_containers(spec) {
-        for env_from in json::array(container, &["envFrom"]) {
+        for env_from in json::items(container, &["envFrom"]) {
             if let Some(name) = reference_name(env_from, "secretRef")
                 && !visit(name)
             {
                 return false;
             }
         }
-        for env in json::array(container, &["env"]) {
+        for env in json::items(container, &["env"]) {
             if let Some(value_from) = source(env, "valueFrom")
                 && let Some(name) = reference_name(value_from, "secretKeyRef")
                 && !visit(name)
@@ -54,7 +54,7 @@ pub(crate) fn visit_secret_names<'a>(
             }
         }
     }
-    for volume in json::array(spec, &["volumes"]) {
+    for volume in json::items(spec, &["volumes"]) {
         for name in volume_secret(volume).unwrap_or_default() {
             if !visit(name) {
                 return false;
@@ -67,7 +67,7 @@ pub(crate) fn visit_secret_names<'a>(
 /// The secret names of one volume's source (the first source set, in Kubernetes' order).
 fn volume_secret(volume: &Value) -> Option<Vec<&str>> {
     if let Some(s) = source(volume, "azureFile") {
-        let name = json::string(s, &["secretName"]);
+        let name = json::str_at(s, &["secretName"]);
         return Some(if name.is_empty() { vec![] } else { vec![name] });
     }
     for key in ["cephfs", "cinder", "flexVolume"] {
@@ -77,7 +77,7 @@ fn volume_secret(volume: &Value) -> Option<Vec<&str>> {
     }
     if let Some(s) = source(volume, "projected") {
         return Some(
-            json::array(s, &["sources"])
+            json::items(s, &["sources"])
                 .iter()
                 .filter_map(|p| reference_name(p, "secret"))
                 .collect(),
@@ -87,7 +87,7 @@ fn volume_secret(volume: &Value) -> Option<Vec<&str>> {
         return Some(reference_name(s, "secretRef").into_iter().collect());
     }
     if let Some(s) = source(volume, "secret") {
-        return Some(vec![json::string(s, &["secretName"])]);
+        return Some(vec![json::str_at(s, &["secretName"])]);
     }
     for key in ["scaleIO", "iscsi", "storageos"] {
         if let Some(s) = source(volume, key) {
@@ -112,14 +112,14 @@ pub(crate) fn visit_configmap_names<'a>(
     visit: &mut dyn FnMut(&'a str) -> bool,
 ) -> bool {
     for container in all_containers(spec) {
-        for env_from in json::array(container, &["envFrom"]) {
+        for env_from in json::items(container, &["envFrom"]) {
             if let Some(name) = reference_name(env_from, "configMapRef")
                 && !visit(name)
             {
                 return false;
             }
         }
-        for env in json::array(container, &["env"]) {
+        for env in json::items(container, &["env"]) {
             if let Some(value_from) = source(env, "valueFrom")
                 && let Some(name) = reference_name(value_from, "configMapKeyRef")
                 && !visit(name)
@@ -128,9 +128,9 @@ pub(crate) fn visit_configmap_names<'a>(
             }
         }
     }
-    for volume in json::array(spec, &["volumes"]) {
+    for volume in json::items(spec, &["volumes"]) {
         if let Some(projected) = source(volume, "projected") {
-            for p in json::array(projected, &["sources"]) {
+            for p in json::items(projected, &["sources"]) {
                 if let Some(name) = reference_name(p, "configMap")
                     && !visit(name)
                 {
@@ -160,28 +160,28 @@ pub(crate) fn references_configmaps(spec: &Value) -> bool {
 /// volume the claim Kubernetes creates for it, `<pod name>-<volume name>`.
 pub(crate) fn volume_claim_name(pod_name: &str, volume: &Value) -> Option<String> {
     if let Some(pvc) = source(volume, "persistentVolumeClaim") {
-        return Some(json::string(pvc, &["claimName"]).to_string());
+        return Some(json::str_at(pvc, &["claimName"]).to_string());
     }
-    source(volume, "ephemeral").map(|_| format!("{pod_name}-{}", json::string(volume, &["name"])))
+    source(volume, "ephemeral").map(|_| format!("{pod_name}-{}", json::str_at(volume, &["name"])))
 }
 
 /// The ResourceClaims a pod uses (`spec.resourceClaims`): a claim named directly, or the
 /// claim generated from a template as recorded in `status.resourceClaimStatuses` (none yet
 /// when the status has no entry, or its entry names no claim).
 pub(crate) fn resource_claim_names(pod: &Value) -> impl Iterator<Item = &str> {
-    let statuses = json::array(pod, &["status", "resourceClaimStatuses"]);
-    json::array(pod, &["spec", "resourceClaims"])
+    let statuses = json::items(pod, &["status", "resourceClaimStatuses"]);
+    json::items(pod, &["spec", "resourceClaims"])
         .iter()
         .filter_map(move |claim| {
-            if let Some(name) = json::str_at(claim, &["resourceClaimName"]) {
+            if let Some(name) = json::opt_str(claim, &["resourceClaimName"]) {
                 return Some(name);
             }
-            json::str_at(claim, &["resourceClaimTemplateName"])?;
-            let claim_name = json::string(claim, &["name"]);
+            json::opt_str(claim, &["resourceClaimTemplateName"])?;
+            let claim_name = json::str_at(claim, &["name"]);
             statuses
                 .iter()
-                .find(|s| json::string(s, &["name"]) == claim_name)
-                .and_then(|s| json::str_at(s, &["resourceClaimName"]))
+                .find(|s| json::str_at(s, &["name"]) == claim_name)
+                .and_then(|s| json::opt_str(s, &["resourceClaimName"]))
         })
 }
 

@@ -13,8 +13,8 @@
 use serde_json::{Value, json};
 
 use crate::denial::Denial;
-use crate::json;
 use kyb_api::Operation;
+use kyb_apimachinery::json;
 
 /// The system class for pods that must run in the cluster but may move between nodes.
 pub const SYSTEM_CLUSTER_CRITICAL: &str = "system-cluster-critical";
@@ -69,7 +69,7 @@ pub fn default_priority_class<'a>(
 ) -> Option<&'a Value> {
     let mut best: Option<&Value> = None;
     for class in classes {
-        if json::bool_at(class, &["globalDefault"]) == Some(true)
+        if json::opt_bool(class, &["globalDefault"]) == Some(true)
             && best.is_none_or(|b| class_value(b) > class_value(class))
         {
             best = Some(class);
@@ -79,7 +79,7 @@ pub fn default_priority_class<'a>(
 }
 
 fn class_value(class: &Value) -> i64 {
-    json::get(class, &["value"])
+    json::at(class, &["value"])
         .and_then(Value::as_i64)
         .unwrap_or(0)
 }
@@ -120,7 +120,7 @@ pub fn admit_pod<'a>(
             for key in ["priority", "preemptionPolicy"] {
                 let unset = spec.get(key).is_none_or(Value::is_null);
                 if unset
-                    && let Some(old) = json::get(old_pod, &["spec", key]).filter(|v| !v.is_null())
+                    && let Some(old) = json::at(old_pod, &["spec", key]).filter(|v| !v.is_null())
                 {
                     spec.insert(key.into(), old.clone());
                 }
@@ -136,16 +136,17 @@ fn admit_pod_create<'a>(
     pod: &mut Value,
     classes: impl IntoIterator<Item = &'a Value>,
 ) -> Result<(), Denial> {
-    let wanted = json::string(pod, &["spec", "priorityClassName"]).to_string();
+    let wanted = json::str_at(pod, &["spec", "priorityClassName"]).to_string();
     // One pass over the classes finds both the named one and the global default.
     let mut named = None;
     let mut default: Option<&Value> = None;
     for class in classes {
-        if !wanted.is_empty() && json::str_at(class, &["metadata", "name"]) == Some(wanted.as_str())
+        if !wanted.is_empty()
+            && json::opt_str(class, &["metadata", "name"]) == Some(wanted.as_str())
         {
             named = Some(class);
         }
-        if json::bool_at(class, &["globalDefault"]) == Some(true)
+        if json::opt_bool(class, &["globalDefault"]) == Some(true)
             && default.is_none_or(|d| class_value(d) > class_value(class))
         {
             default = Some(class);
@@ -154,9 +155,9 @@ fn admit_pod_create<'a>(
     let (class_name, priority, policy) = if wanted.is_empty() {
         match default {
             Some(class) => (
-                Some(json::string(class, &["metadata", "name"]).to_string()),
+                Some(json::str_at(class, &["metadata", "name"]).to_string()),
                 class_value(class),
-                json::str_at(class, &["preemptionPolicy"]),
+                json::opt_str(class, &["preemptionPolicy"]),
             ),
             None => (
                 None,
@@ -173,7 +174,7 @@ fn admit_pod_create<'a>(
         (
             None,
             class_value(class),
-            json::str_at(class, &["preemptionPolicy"]),
+            json::opt_str(class, &["preemptionPolicy"]),
         )
     };
     let policy = policy.map(str::to_string);
@@ -227,15 +228,15 @@ pub fn validate_priority_class<'a>(
         ));
     }
     if !matches!(operation, Operation::Create | Operation::Update)
-        || json::bool_at(class, &["globalDefault"]) != Some(true)
+        || json::opt_bool(class, &["globalDefault"]) != Some(true)
     {
         return Ok(());
     }
     let Some(existing) = default_priority_class(classes) else {
         return Ok(());
     };
-    let existing_name = json::string(existing, &["metadata", "name"]);
-    if operation == Operation::Create || existing_name != json::string(class, &["metadata", "name"])
+    let existing_name = json::str_at(existing, &["metadata", "name"]);
+    if operation == Operation::Create || existing_name != json::str_at(class, &["metadata", "name"])
     {
         return Err(Denial::Forbidden(format!(
             "PriorityClass {existing_name} is already marked as default. Only one default can exist"

@@ -12,8 +12,9 @@
 use serde_json::{Map, Value, json};
 
 use crate::denial::Denial;
-use crate::{json, pod_refs};
+use crate::pod_refs;
 use kyb_api::Operation;
+use kyb_apimachinery::json;
 
 /// The service account pods get when they name none.
 pub const DEFAULT_SERVICE_ACCOUNT_NAME: &str = "default";
@@ -77,7 +78,7 @@ pub fn service_account_to_look_up<'a>(
     if !(ephemeral || create) || (create && is_mirror_pod(pod)) {
         return None;
     }
-    let name = json::string(pod, &["spec", "serviceAccountName"]);
+    let name = json::str_at(pod, &["spec", "serviceAccountName"]);
     if name.is_empty() {
         // Validation of an ephemeral-containers update refuses a pod without one.
         return (!ephemeral).then_some(DEFAULT_SERVICE_ACCOUNT_NAME);
@@ -87,7 +88,7 @@ pub fn service_account_to_look_up<'a>(
 
 /// Whether a pod is a mirror pod (has the `kubernetes.io/config.mirror` annotation).
 pub fn is_mirror_pod(pod: &Value) -> bool {
-    json::has_annotation(pod, MIRROR_POD_ANNOTATION)
+    kyb_apimachinery::meta::has_annotation(pod, MIRROR_POD_ANNOTATION)
 }
 
 /// Five random characters for the token volume's name, from Kubernetes' alphabet.
@@ -158,9 +159,9 @@ pub fn validate(
     service_account: Option<&Value>,
     config: &Config,
 ) -> Result<(), Denial> {
-    let spec = json::get(pod, &["spec"]).unwrap_or(&Value::Null);
+    let spec = json::at(pod, &["spec"]).unwrap_or(&Value::Null);
     if operation == Operation::Update && subresource == "ephemeralcontainers" {
-        let sa_name = json::string(spec, &["serviceAccountName"]);
+        let sa_name = json::str_at(spec, &["serviceAccountName"]);
         if sa_name.is_empty() {
             return Err(no_service_account(namespace, pod));
         }
@@ -178,7 +179,7 @@ pub fn validate(
     if is_mirror_pod(pod) {
         return validate_mirror_pod(spec);
     }
-    let sa_name = json::string(spec, &["serviceAccountName"]);
+    let sa_name = json::str_at(spec, &["serviceAccountName"]);
     if sa_name.is_empty() {
         return Err(no_service_account(namespace, pod));
     }
@@ -192,7 +193,7 @@ pub fn validate(
 }
 
 fn validate_mirror_pod(spec: &Value) -> Result<(), Denial> {
-    if !json::string(spec, &["serviceAccountName"]).is_empty() {
+    if !json::str_at(spec, &["serviceAccountName"]).is_empty() {
         return Err(Denial::forbidden(
             "a mirror pod may not reference service accounts",
         ));
@@ -200,8 +201,8 @@ fn validate_mirror_pod(spec: &Value) -> Result<(), Denial> {
     if pod_refs::references_secrets(spec) {
         return Err(Denial::forbidden("a mirror pod may not reference secrets"));
     }
-    let uses_token = json::array(spec, &["volumes"]).iter().any(|volume| {
-        json::array(volume, &["projected", "sources"])
+    let uses_token = json::items(spec, &["volumes"]).iter().any(|volume| {
+        json::items(volume, &["projected", "sources"])
             .iter()
             .any(|source| {
                 source
@@ -226,7 +227,7 @@ fn not_found(namespace: &str, name: &str) -> Denial {
 fn no_service_account(namespace: &str, pod: &Value) -> Denial {
     Denial::Forbidden(format!(
         "no service account specified for pod {namespace}/{}",
-        json::string(pod, &["metadata", "name"])
+        json::str_at(pod, &["metadata", "name"])
     ))
 }
 
@@ -234,7 +235,7 @@ fn no_service_account(namespace: &str, pod: &Value) -> Denial {
 fn should_automount(service_account: &Value, spec: &Map<String, Value>) -> bool {
     spec.get("automountServiceAccountToken")
         .and_then(Value::as_bool)
-        .or_else(|| json::bool_at(service_account, &["automountServiceAccountToken"]))
+        .or_else(|| json::opt_bool(service_account, &["automountServiceAccountToken"]))
         .unwrap_or(true)
 }
 
@@ -242,26 +243,26 @@ fn should_automount(service_account: &Value, spec: &Map<String, Value>) -> bool 
 /// annotation (parsed as Go's `strconv.ParseBool`; anything else means no).
 fn enforce_mountable_secrets(service_account: &Value, config: &Config) -> bool {
     config.limit_secret_references
-        || json::annotation(service_account, ENFORCE_MOUNTABLE_SECRETS_ANNOTATION)
+        || kyb_apimachinery::meta::annotation(service_account, ENFORCE_MOUNTABLE_SECRETS_ANNOTATION)
             .and_then(json::parse_go_bool)
             .unwrap_or(false)
 }
 
 fn mountable_secrets(service_account: &Value) -> Vec<&str> {
-    json::array(service_account, &["secrets"])
+    json::items(service_account, &["secrets"])
         .iter()
-        .map(|s| json::string(s, &["name"]))
+        .map(|s| json::str_at(s, &["name"]))
         .collect()
 }
 
 fn limit_secret_references(service_account: &Value, spec: &Value) -> Result<(), String> {
-    let sa = json::string(service_account, &["metadata", "name"]);
+    let sa = json::str_at(service_account, &["metadata", "name"]);
     let mountable = mountable_secrets(service_account);
-    for volume in json::array(spec, &["volumes"]) {
+    for volume in json::items(spec, &["volumes"]) {
         let Some(secret) = volume.get("secret").filter(|s| s.is_object()) else {
             continue;
         };
-        let name = json::string(secret, &["secretName"]);
+        let name = json::str_at(secret, &["secretName"]);
         if !mountable.contains(&name) {
             return Err(format!(
                 "volume with secret.secretName=\"{name}\" is not allowed because service account {sa} does not reference that secret"
@@ -272,16 +273,16 @@ fn limit_secret_references(service_account: &Value, spec: &Value) -> Result<(), 
         ("initContainers", "init container"),
         ("containers", "container"),
     ] {
-        for container in json::array(spec, &[key]) {
+        for container in json::items(spec, &[key]) {
             check_container_secrets(container, label, sa, &mountable)?;
         }
     }
-    let pull_secrets: Vec<&str> = json::array(service_account, &["imagePullSecrets"])
+    let pull_secrets: Vec<&str> = json::items(service_account, &["imagePullSecrets"])
         .iter()
-        .map(|s| json::string(s, &["name"]))
+        .map(|s| json::str_at(s, &["name"]))
         .collect();
-    for (i, reference) in json::array(spec, &["imagePullSecrets"]).iter().enumerate() {
-        let name = json::string(reference, &["name"]);
+    for (i, reference) in json::items(spec, &["imagePullSecrets"]).iter().enumerate() {
+        let name = json::str_at(reference, &["name"]);
         if !pull_secrets.contains(&name) {
             return Err(format!(
                 "imagePullSecrets[{i}].name=\"{name}\" is not allowed because service account {sa} does not reference that imagePullSecret"
@@ -292,9 +293,9 @@ fn limit_secret_references(service_account: &Value, spec: &Value) -> Result<(), 
 }
 
 fn limit_ephemeral_secret_references(service_account: &Value, spec: &Value) -> Result<(), String> {
-    let sa = json::string(service_account, &["metadata", "name"]);
+    let sa = json::str_at(service_account, &["metadata", "name"]);
     let mountable = mountable_secrets(service_account);
-    for container in json::array(spec, &["ephemeralContainers"]) {
+    for container in json::items(spec, &["ephemeralContainers"]) {
         check_container_secrets(container, "ephemeral container", sa, &mountable)?;
     }
     Ok(())
@@ -307,20 +308,20 @@ fn check_container_secrets(
     sa: &str,
     mountable: &[&str],
 ) -> Result<(), String> {
-    let container_name = json::string(container, &["name"]);
-    for env in json::array(container, &["env"]) {
-        if let Some(secret) = json::object(env, &["valueFrom", "secretKeyRef"]) {
+    let container_name = json::str_at(container, &["name"]);
+    for env in json::items(container, &["env"]) {
+        if let Some(secret) = json::map_at(env, &["valueFrom", "secretKeyRef"]) {
             let name = secret.get("name").and_then(Value::as_str).unwrap_or("");
             if !mountable.contains(&name) {
                 return Err(format!(
                     "{label} {container_name} with envVar {} referencing secret.secretName=\"{name}\" is not allowed because service account {sa} does not reference that secret",
-                    json::string(env, &["name"])
+                    json::str_at(env, &["name"])
                 ));
             }
         }
     }
-    for env_from in json::array(container, &["envFrom"]) {
-        if let Some(secret) = json::object(env_from, &["secretRef"]) {
+    for env_from in json::items(container, &["envFrom"]) {
+        if let Some(secret) = json::map_at(env_from, &["secretRef"]) {
             let name = secret.get("name").and_then(Value::as_str).unwrap_or("");
             if !mountable.contains(&name) {
                 return Err(format!(
@@ -336,7 +337,7 @@ fn check_container_secrets(
 /// nothing mounted there, adding the volume when some container needed it and the pod has
 /// no `kube-api-access-*` volume yet.
 fn mount_token(spec: &mut Map<String, Value>, volume_suffix: impl FnOnce() -> String) {
-    let existing = json::array_of(spec, "volumes").iter().find_map(|v| {
+    let existing = json::Obj::arr(spec, "volumes").iter().find_map(|v| {
         v.get("name")
             .and_then(Value::as_str)
             .filter(|n| n.starts_with(SERVICE_ACCOUNT_VOLUME_PREFIX))
@@ -400,14 +401,14 @@ pub fn token_volume(name: &str) -> Value {
 fn copy_image_pull_secrets(service_account: &Value, spec: &mut Map<String, Value>) {
     let has_own = spec
         .get("imagePullSecrets")
-        .is_some_and(|v| !json::is_zero(Some(v)));
-    let from_sa = json::array(service_account, &["imagePullSecrets"]);
+        .is_some_and(|v| !json::is_zero(v));
+    let from_sa = json::items(service_account, &["imagePullSecrets"]);
     if has_own || from_sa.is_empty() {
         return;
     }
     let copied = from_sa
         .iter()
-        .map(|s| match json::string(s, &["name"]) {
+        .map(|s| match json::str_at(s, &["name"]) {
             "" => json!({}),
             name => json!({ "name": name }),
         })

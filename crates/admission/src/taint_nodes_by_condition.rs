@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 
 use crate::default_toleration_seconds::{TAINT_NODE_NOT_READY, go_type};
 use crate::denial::Denial;
-use crate::json;
 use kyb_api::Operation;
+use kyb_apimachinery::json;
 
 /// Whether the plugin looks at a request: creating a Node (not a subresource).
 pub fn applies(operation: Operation, group: &str, resource: &str, subresource: &str) -> bool {
@@ -29,9 +29,9 @@ pub fn admit(node: &mut Value) -> Result<(), Denial> {
             go_type(node)
         )));
     }
-    let present = json::array(node, &["spec", "taints"]).iter().any(|t| {
-        json::string(t, &["key"]) == TAINT_NODE_NOT_READY
-            && json::string(t, &["effect"]) == "NoSchedule"
+    let present = json::items(node, &["spec", "taints"]).iter().any(|t| {
+        json::str_at(t, &["key"]) == TAINT_NODE_NOT_READY
+            && json::str_at(t, &["effect"]) == "NoSchedule"
     });
     if !present
         && let Some(taints) = json::spec_mut(node).and_then(|s| json::child_array(s, "taints"))

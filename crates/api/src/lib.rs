@@ -1,16 +1,12 @@
 //! Shared Kubernetes API helpers, used by the API server and by every component that talks
-//! to it: the registry of built-in resources, label and field selectors, the `Status` error
-//! object, small accessors for objects in their JSON form, JSON values printed the way Go
-//! prints them in Kubernetes' messages (`gofmt`), and calendar-date arithmetic (`time`).
+//! to it: the registry of built-in resources, field selectors, and the `Status` error
+//! object. Quantities, names, label selectors, object metadata, Go-style value printing,
+//! durations and timestamps are `kyb-apimachinery`'s.
 
 pub mod fields;
-pub mod gofmt;
-pub mod labels;
-pub mod meta;
 mod operation;
 pub mod registry;
 pub mod status;
-pub mod time;
 
 pub use operation::Operation;
 pub use registry::{ResourceDef, Subresource};

@@ -7,9 +7,9 @@
 
 use crate::auth::User;
 use crate::negotiation::BodyFormat;
-use crate::request::{ResourceRequest, Target};
 use crate::response::{Body, Response};
 use kyb_audit::{AuditContext, AuditLog, Policy, RequestAttributes, ResourceAttributes, Stage};
+use kyb_serving::{ResourceRequest, Target};
 use std::net::IpAddr;
 use std::sync::Arc;
 

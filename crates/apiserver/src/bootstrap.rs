@@ -5,18 +5,24 @@
 //! `system-node-critical`); and the default RBAC roles and bindings (created when missing; the
 //! aggregated ClusterRoles `admin`, `edit`, `view` with their aggregated rules filled in).
 
+use crate::engine::Engine;
 use crate::rest;
-use crate::server::Server;
 use kyb_api::registry;
 use serde_json::{Value, json};
 use std::time::Duration;
 
 pub const NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
 
+/// Where clients reach this API server: the `kubernetes` service's endpoint.
+pub struct Advertised {
+    pub address: std::net::Ipv4Addr,
+    pub port: u16,
+}
+
 /// Creates (or refreshes) the default objects, retrying until it succeeds.
-pub async fn run(server: &Server) {
+pub async fn run(engine: &Engine, advertised: &Advertised) {
     loop {
-        match try_run(server).await {
+        match try_run(engine, advertised).await {
             Ok(()) => return,
             Err(error) => {
                 tracing::warn!(%error, "bootstrapping the default objects failed; retrying");
@@ -26,7 +32,7 @@ pub async fn run(server: &Server) {
     }
 }
 
-async fn try_run(server: &Server) -> Result<(), kyb_api::Status> {
+async fn try_run(engine: &Engine, advertised: &Advertised) -> Result<(), kyb_api::Status> {
     let find = |group, version, plural| {
         registry::find(group, version, plural)
             .ok_or_else(|| kyb_api::Status::internal(format!("{plural} is not registered")))
@@ -35,11 +41,11 @@ async fn try_run(server: &Server) -> Result<(), kyb_api::Status> {
     for name in NAMESPACES {
         let namespace =
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-        ignore_exists(rest::ensure(server, namespaces, namespace, false).await)?;
+        ignore_exists(rest::ensure(engine, namespaces, namespace, false).await)?;
     }
-    let port = server.config.port;
-    let address = server.advertise_address.to_string();
-    let cluster_ip = rest::first_service_ip(server.config.service_cidr).to_string();
+    let port = advertised.port;
+    let address = advertised.address.to_string();
+    let cluster_ip = rest::first_service_ip(engine.services.service_cidr).to_string();
     let labels = json!({"component": "apiserver", "provider": "kubernetes"});
     let service = json!({
         "apiVersion": "v1",
@@ -71,14 +77,14 @@ async fn try_run(server: &Server) -> Result<(), kyb_api::Status> {
         "endpoints": [{"addresses": [address], "conditions": {"ready": true}}],
         "ports": ports,
     });
-    rest::ensure(server, find("", "v1", "services")?, service, true).await?;
-    policy(server).await?;
+    rest::ensure(engine, find("", "v1", "services")?, service, true).await?;
+    policy(engine).await?;
     // Where the API server can be reached from pods: worth a warning, not a refusal to serve.
     for (object, resource) in [
         (endpoints, find("", "v1", "endpoints")?),
         (slice, find("discovery.k8s.io", "v1", "endpointslices")?),
     ] {
-        if let Err(error) = rest::ensure(server, resource, object, true).await {
+        if let Err(error) = rest::ensure(engine, resource, object, true).await {
             tracing::warn!(%error, "cannot publish the kubernetes service's endpoints");
         }
     }
@@ -87,7 +93,7 @@ async fn try_run(server: &Server) -> Result<(), kyb_api::Status> {
 
 /// The bootstrap RBAC policy and the system PriorityClasses, each object created if it
 /// does not exist.
-async fn policy(server: &Server) -> Result<(), kyb_api::Status> {
+async fn policy(engine: &Engine) -> Result<(), kyb_api::Status> {
     const GROUP: &str = "rbac.authorization.k8s.io";
     let find = |plural| {
         registry::find(GROUP, "v1", plural)
@@ -96,7 +102,9 @@ async fn policy(server: &Server) -> Result<(), kyb_api::Status> {
     let mut cluster_roles = kyb_rbac::bootstrap::cluster_roles();
     let aggregated = kyb_rbac::aggregation::aggregate_cluster_roles(&cluster_roles);
     for role in &mut cluster_roles {
-        let name = kyb_api::meta::name(role).unwrap_or_default().to_string();
+        let name = kyb_apimachinery::meta::name(role)
+            .unwrap_or_default()
+            .to_string();
         if let (Some(Ok(rules)), Some(fields)) = (aggregated.get(&name), role.as_object_mut())
             && kyb_rbac::aggregation::is_aggregated(&Value::Object(fields.clone()))
         {
@@ -117,13 +125,13 @@ async fn policy(server: &Server) -> Result<(), kyb_api::Status> {
     for (plural, objects) in sets {
         let def = find(plural)?;
         for object in objects {
-            writes.push(rest::ensure(server, def, object, false));
+            writes.push(rest::ensure(engine, def, object, false));
         }
     }
     let classes = registry::find("scheduling.k8s.io", "v1", "priorityclasses")
         .ok_or_else(|| kyb_api::Status::internal("priorityclasses is not registered"))?;
     for class in kyb_admission::priority::system_priority_classes() {
-        writes.push(rest::ensure(server, classes, class, false));
+        writes.push(rest::ensure(engine, classes, class, false));
     }
     for result in crate::util::join_all(writes).await {
         ignore_exists(result)?;

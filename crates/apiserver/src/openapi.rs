@@ -1,12 +1,12 @@
 //! `/openapi/v2` and `/openapi/v3`: the documents from `kyb-openapi`, built lazily from the
 //! resource registry and cached, with the hash-addressed caching kubectl relies on.
 
-use crate::query::Query;
 use crate::response::{self, Response};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use kyb_api::Status;
 use kyb_api::registry::BUILTIN;
 use kyb_openapi::{Document, Documents, ResourceSpec};
+use kyb_serving::Query;
 
 /// The documents for the built-in resources.
 pub fn documents() -> Documents {

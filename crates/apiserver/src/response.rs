@@ -62,6 +62,13 @@ impl http_body::Body for Body {
 
 pub type Response = http::Response<Body>;
 
+/// A whole body (the filters' own answers).
+impl From<Bytes> for Body {
+    fn from(bytes: Bytes) -> Body {
+        Body::Full(Some(bytes))
+    }
+}
+
 /// Pieces are sent in chunks of about this size: few writes, and a small buffer that is
 /// built only when it is about to be sent (so a large list never needs one large buffer).
 const CHUNK: usize = 64 << 10;

@@ -2,19 +2,46 @@
 
 use crate::discovery;
 use crate::negotiation::{self, Output};
-use crate::query::Query;
 use crate::response::{self, Response};
-use crate::server::Server;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use kyb_api::Status;
+use kyb_component::{Health, Probe};
+use kyb_serving::Query;
+use kyb_storage::Store;
 use serde_json::{Value, json};
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The Kubernetes version served.
 pub const KUBERNETES_VERSION: (&str, &str, &str) = ("1", "33", "v1.33.0");
 
-pub async fn serve(
-    server: &Server,
+/// What the non-resource paths are served from.
+pub struct Routes {
+    /// `host:port` clients reach this server at (discovery's `serverAddressByClientCIDRs`).
+    pub advertised: String,
+    pub openapi: Arc<kyb_openapi::Documents>,
+    /// Asked by the health checks.
+    pub store: Arc<dyn Store>,
+    /// Set once the default objects exist.
+    pub ready: Arc<AtomicBool>,
+    /// The process's checks (`Config::health`), reported beside the server's own.
+    pub health: Health,
+}
+
+impl Routes {
+    pub async fn serve(
+        &self,
+        method: &Method,
+        path: &str,
+        query: &Query,
+        headers: &HeaderMap,
+    ) -> Response {
+        serve(self, method, path, query, headers).await
+    }
+}
+
+async fn serve(
+    server: &Routes,
     method: &Method,
     path: &str,
     query: &Query,
@@ -34,10 +61,7 @@ pub async fn serve(
         ["version"] => json_ok(&version()),
         ["api"] => match negotiation::negotiate(accept, true) {
             Ok(Output::Discovery(v)) => aggregated(true, v),
-            Ok(_) => json_ok(&discovery::api_versions(&format!(
-                "{}:{}",
-                server.advertise_address, server.config.port
-            ))),
+            Ok(_) => json_ok(&discovery::api_versions(&server.advertised)),
             Err(status) => response::error(&status),
         },
         ["apis"] => match negotiation::negotiate(accept, true) {
@@ -121,18 +145,33 @@ fn root() -> Value {
     json!({"paths": paths})
 }
 
-/// `/healthz`, `/livez`, `/readyz`, each check alone (`/readyz/etcd`), and `?verbose`.
-async fn health(server: &Server, endpoint: &str, rest: &[&str], query: &Query) -> Response {
+/// `/healthz`, `/livez`, `/readyz`, each check alone (`/readyz/etcd`,
+/// `/readyz/component/scheduler`), and `?verbose`. The server's own checks come first, then
+/// the process's (`Config::health`: its components, `shutdown`), readiness for `/readyz`
+/// and liveness for the others.
+async fn health(server: &Routes, endpoint: &str, rest: &[&str], query: &Query) -> Response {
     let storage_ok = server.store.current_revision().await.is_ok();
     let ready = server.ready.load(Ordering::Acquire);
+    let probe = if endpoint == "readyz" {
+        Probe::Ready
+    } else {
+        Probe::Live
+    };
+    let process = server.health.checks(probe);
     let mut checks: Vec<(&str, bool)> = vec![("ping", true), ("log", true), ("etcd", storage_ok)];
     if endpoint == "readyz" {
         checks.push(("etcd-readiness", storage_ok));
         checks.push(("informer-sync", ready));
         checks.push(("poststarthook/bootstrap-controller", ready));
     }
-    if let [check] = rest {
-        return match checks.iter().find(|(name, _)| name == check) {
+    checks.extend(
+        process
+            .iter()
+            .map(|(name, state)| (name.as_str(), state.is_ok())),
+    );
+    if !rest.is_empty() {
+        let check = rest.join("/");
+        return match checks.iter().find(|(name, _)| *name == check) {
             Some((_, true)) => response::text(StatusCode::OK, "ok"),
             Some((name, false)) => response::text(
                 StatusCode::INTERNAL_SERVER_ERROR,

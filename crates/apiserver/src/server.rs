@@ -1,34 +1,48 @@
-//! The API server process: configuration, the accept loop, and the request pipeline.
+//! The API server process: configuration, start-up, and the stack every request passes.
 //!
-//! The pipeline, outermost first: in-flight limit (long-running watches exempt) → request
-//! body limit → request classification → authentication → authorization → the REST engine
-//! (`rest`) or the non-resource routes (`routes`). Connections are TLS only; a verified
-//! client certificate authenticates every request on its connection.
+//! The stack ([`ApiServer::stack`]), outermost first, is Kubernetes' handler chain:
+//!
+//! 1. request log — the audit ID and arrival time; the debug log line (`filters`)
+//! 2. request info — what the request targets: resource verb or non-resource path
+//! 3. authentication — the connection's client certificate, else a bearer token, else
+//!    anonymous; a refused credential goes to the audited `401`
+//! 4. audit — the record, at the level the policy gives this user and request
+//! 5. impersonation — `Impersonate-*` headers, if the user may
+//! 6. in-flight limit — `429` past `max_requests_in_flight` (watches and non-resource
+//!    requests not counted)
+//! 7. authorization — `system:masters`, the Node authorizer, RBAC; refused is `403`
+//! 8. body limit — `413` for a body over `max_body_bytes`, declared or streamed
+//! 9. router — non-resource routes, connect handlers (streamed), or the REST engine
+//!    (decode → admission → storage)
+//!
+//! Layers 2, 3, 6, 7 and 8 are `kyb-serving`'s generic ones, which other servers (the
+//! kubelet) reuse; 1, 4 and 5 are this crate's (`filters`). Connections are TLS only
+//! (`kyb_serving::tls`); a verified client certificate authenticates every request on its
+//! connection.
 
-use crate::audit::{Arrival, Auditor, RequestAudit};
-use crate::auth::{self, Attributes, Authenticator, User};
+use crate::audit::Auditor;
+use crate::auth::{Authenticator, RequestAuthenticator};
+use crate::bootstrap::{self, Advertised};
 use crate::cache::WatchCache;
-use crate::query::Query;
-use crate::request::{self, Target, Verb};
+use crate::engine::{self, Engine, ServiceRanges};
+use crate::filters::{AuditLayer, ImpersonationLayer, RequestLogLayer};
 use crate::response::{self, Response};
-use crate::{bootstrap, rest, routes};
-use bytes::Bytes;
-use http::{HeaderMap, Request};
-use http_body_util::BodyExt;
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use kyb_api::Status;
+use crate::router::{Connectors, Router};
+use crate::routes::Routes;
+use http::Request;
+use kyb_serving::filters::{
+    AuthenticationLayer, AuthorizationLayer, BodyLimitLayer, InFlightLayer, RequestInfoLayer,
+    Unauthorized,
+};
+use kyb_serving::{Body, RequestInfo};
 use kyb_storage::Store;
 use std::convert::Infallible;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
-use tokio::sync::{Mutex, Semaphore};
-
-/// How long a consistent read waits for the cache before reading storage directly.
-const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
+use tower::util::BoxCloneService;
+use tower::{Layer, ServiceBuilder};
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -44,6 +58,9 @@ pub struct Config {
     pub max_requests_in_flight: usize,
     /// Larger request bodies get 413.
     pub max_body_bytes: usize,
+    /// Checks kept by others (the process's supervised components, its shutdown), reported
+    /// beside the server's own in `/readyz`, `/livez` and `/healthz`.
+    pub health: kyb_component::Health,
 }
 
 impl Default for Config {
@@ -56,6 +73,7 @@ impl Default for Config {
             node_ports: (30000, 32767),
             max_requests_in_flight: 600,
             max_body_bytes: 3 << 20,
+            health: kyb_component::Health::default(),
         }
     }
 }
@@ -86,53 +104,26 @@ pub struct Security {
     pub ca_pem: String,
 }
 
-/// How long a client gets to finish the TLS handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// State shared by every request.
-pub struct Server {
-    /// This server, for work that outlives the request that starts it.
-    me: std::sync::Weak<Server>,
-    pub store: Arc<dyn Store>,
-    pub cache: Arc<WatchCache>,
-    pub config: Config,
-    pub advertise_address: Ipv4Addr,
-    pub ready: AtomicBool,
-    pub started: Instant,
-    pub service_allocation: Mutex<()>,
-    pub openapi: Arc<kyb_openapi::Documents>,
-    pub authenticator: Authenticator,
-    pub authorizer: auth::Authorizer,
-    pub admission: crate::admission::Chain,
-    pub auditor: Option<Arc<Auditor>>,
-    pub ca_pem: String,
-    /// The identity of the server's own writes.
-    pub apiserver_user: Arc<User>,
-    inflight: Arc<Semaphore>,
-}
-
-impl Server {
-    /// A shared handle to this server (`None` once it is being dropped).
-    pub fn self_ref(&self) -> Option<Arc<Server>> {
-        self.me.upgrade()
-    }
-
-    /// Waits until the cache reflects every acknowledged write; `false` if it did not catch
-    /// up in time (the caller then reads storage).
-    pub async fn fresh(&self) -> bool {
-        self.cache.wait_fresh(FRESHNESS_WAIT).await.is_some()
-    }
-}
+/// The whole request stack as one service: what the TLS loop serves and what tests drive
+/// in process (`tower::ServiceExt::oneshot`).
+pub type Stack = BoxCloneService<Request<Body>, Response, Infallible>;
 
 /// A bound, bootstrapped API server, ready to serve.
 pub struct ApiServer {
-    server: Arc<Server>,
-    listener: TcpListener,
-    tls: tokio_rustls::TlsAcceptor,
+    engine: Arc<Engine>,
+    routes: Arc<Routes>,
+    connectors: Arc<Connectors>,
+    auditor: Option<Arc<Auditor>>,
+    config: Config,
+    advertised: Advertised,
+    /// `None` for a server driven in process, through [`ApiServer::stack`] alone.
+    listener: Option<TcpListener>,
+    tls: Arc<rustls::ServerConfig>,
 }
 
 impl ApiServer {
-    /// Binds the port, loads the watch cache and creates the default objects.
+    /// Binds the port and loads the watch cache; [`ApiServer::serve`] then creates the
+    /// default objects and serves.
     pub async fn start(
         store: Arc<dyn Store>,
         config: Config,
@@ -142,126 +133,144 @@ impl ApiServer {
         let listener = TcpListener::bind(address)
             .await
             .map_err(|source| StartError::Bind { address, source })?;
+        let mut server = Self::in_process(store, config, security).await?;
+        server.listener = Some(listener);
+        Ok(server)
+    }
+
+    /// A server with no port: its [`stack`](ApiServer::stack) is driven in process (tests),
+    /// after [`bootstrap`](ApiServer::bootstrap).
+    pub async fn in_process(
+        store: Arc<dyn Store>,
+        config: Config,
+        security: Security,
+    ) -> Result<Self, StartError> {
         let cache = WatchCache::start(store.clone()).await?;
-        let advertise_address = advertise_address(&config);
-        let rbac = auth::Rbac::start(&cache);
-        let nodes = auth::NodeAuthorizer::start(&cache);
-        let server = Arc::new_cyclic(|me| Server {
-            me: me.clone(),
-            store,
-            cache,
-            advertise_address,
-            ready: AtomicBool::new(false),
-            started: Instant::now(),
-            service_allocation: Mutex::new(()),
-            openapi: Arc::new(crate::openapi::documents()),
-            authenticator: security.authenticator,
-            authorizer: auth::Authorizer { nodes, rbac },
-            admission: security.admission,
-            auditor: security.auditor,
-            ca_pem: security.ca_pem,
-            apiserver_user: Arc::new(User::apiserver()),
-            inflight: Arc::new(Semaphore::new(config.max_requests_in_flight)),
-            config,
+        let authorizer = Arc::new(crate::auth::Authorizer {
+            nodes: crate::auth::NodeAuthorizer::start(&cache),
+            rbac: crate::auth::Rbac::start(&cache),
         });
-        let tls = tokio_rustls::TlsAcceptor::from(security.tls);
+        let engine = Engine::new(engine::Parts {
+            cache,
+            store: store.clone(),
+            admission: security.admission,
+            authorizer,
+            authenticator: Arc::new(security.authenticator),
+            services: ServiceRanges::new(config.service_cidr, config.node_ports),
+        });
+        let advertised = Advertised {
+            address: advertise_address(&config),
+            port: config.port,
+        };
+        let routes = Arc::new(Routes {
+            advertised: format!("{}:{}", advertised.address, advertised.port),
+            openapi: Arc::new(crate::openapi::documents()),
+            store,
+            ready: Arc::new(AtomicBool::new(false)),
+            health: config.health.clone(),
+        });
         Ok(Self {
-            server,
-            listener,
-            tls,
+            engine,
+            routes,
+            connectors: Arc::new(Connectors::default()),
+            auditor: security.auditor,
+            config,
+            advertised,
+            listener: None,
+            tls: security.tls,
         })
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
-        self.listener.local_addr()
+        match &self.listener {
+            Some(listener) => listener.local_addr(),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::NotConnected,
+                "the server has no port",
+            )),
+        }
     }
 
-    pub fn server(&self) -> Arc<Server> {
-        self.server.clone()
+    /// Serves `group`/`resource`/`subresource` (`"", "pods", "exec"`) with `handler`, which
+    /// gets the request as it arrived: its body streamed, its connection upgradable.
+    pub fn connect(
+        &mut self,
+        group: &str,
+        resource: &str,
+        subresource: &str,
+        handler: Arc<dyn crate::router::Connect>,
+    ) {
+        Arc::make_mut(&mut self.connectors).register(group, resource, subresource, handler);
+    }
+
+    /// The handles resource requests are served with.
+    pub fn engine(&self) -> Arc<Engine> {
+        self.engine.clone()
+    }
+
+    /// The request stack, from the request log down to the router (see the module doc).
+    /// Each call builds a new stack with its own in-flight limit; the server serves one.
+    pub fn stack(&self) -> Stack {
+        let engine = &self.engine;
+        let authenticator = Arc::new(RequestAuthenticator {
+            authenticator: engine.authenticator.clone(),
+            cache: engine.cache.clone(),
+        });
+        let audit = AuditLayer::new(self.auditor.clone());
+        let failed_authentication = audit.layer(Unauthorized::<response::Body>::default());
+        let router = Router::new(engine.clone(), self.routes.clone(), self.connectors.clone());
+        let stack = ServiceBuilder::new()
+            .layer(RequestLogLayer)
+            .layer(RequestInfoLayer::new(Arc::new(RequestInfo::of_api_request)))
+            .layer(AuthenticationLayer::with_failure_service(
+                authenticator,
+                failed_authentication,
+            ))
+            .layer(audit)
+            .layer(ImpersonationLayer::new(engine.authorizer.clone()))
+            .layer(InFlightLayer::new(self.config.max_requests_in_flight))
+            .layer(AuthorizationLayer::new(engine.authorizer.clone()))
+            .layer(BodyLimitLayer::new(self.config.max_body_bytes))
+            .service(router);
+        BoxCloneService::new(stack)
+    }
+
+    /// Creates the default objects and starts the keepers; the server is ready after.
+    pub async fn bootstrap(&self) {
+        bootstrap::run(&self.engine, &self.advertised).await;
+        crate::keepers::start(&self.engine).await;
+        self.routes.ready.store(true, Ordering::Release);
     }
 
     /// Serves until `shutdown` resolves. Readiness is reported once the default objects
-    /// exist; `ready` is called then.
+    /// exist; `ready` is called then. The audit log is flushed before it returns.
     pub async fn serve(
         self,
         ready: impl FnOnce(SocketAddr) + Send,
         shutdown: impl std::future::Future<Output = ()>,
     ) {
-        let Self {
-            server,
-            listener,
-            tls,
-        } = self;
-        let address = listener.local_addr().ok();
-        let accept = {
-            let server = server.clone();
-            async move {
-                loop {
-                    let (stream, peer) = match listener.accept().await {
-                        Ok(accepted) => accepted,
-                        Err(error) => {
-                            tracing::warn!(%error, "accepting a connection");
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                            continue;
-                        }
-                    };
-                    let _ = stream.set_nodelay(true);
-                    let server = server.clone();
-                    let tls = tls.clone();
-                    tokio::spawn(async move {
-                        let stream =
-                            match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(stream)).await
-                            {
-                                Ok(Ok(stream)) => stream,
-                                Ok(Err(error)) => {
-                                    tracing::debug!(%error, "TLS handshake failed");
-                                    return;
-                                }
-                                Err(_) => {
-                                    tracing::debug!("TLS handshake timed out");
-                                    return;
-                                }
-                            };
-                        // The client certificate, verified against the cluster CA by rustls.
-                        let certified: Option<Arc<User>> = stream
-                            .get_ref()
-                            .1
-                            .peer_certificates()
-                            .and_then(|certs| certs.first())
-                            .and_then(|cert| kyb_pki::identity(cert))
-                            .map(|identity| Arc::new(User::from_certificate(&identity)));
-                        let peer = Some(peer.ip());
-                        let service = hyper::service::service_fn(move |request| {
-                            handle(server.clone(), peer, certified.clone(), request)
-                        });
-                        let builder =
-                            hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-                        if let Err(error) = builder
-                            .serve_connection(TokioIo::new(stream), service)
-                            .await
-                        {
-                            tracing::debug!(%error, "connection ended");
-                        }
-                    });
-                }
+        let address = self.local_addr().ok();
+        let stack = self.stack();
+        let bootstrap = async {
+            self.bootstrap().await;
+            if let Some(address) = address {
+                ready(address);
             }
+            std::future::pending::<()>().await
         };
-        let bootstrap = {
-            let server = server.clone();
-            async move {
-                bootstrap::run(&server).await;
-                crate::keepers::start(&server).await;
-                server.ready.store(true, Ordering::Release);
-                if let Some(address) = address {
-                    ready(address);
-                }
-                std::future::pending::<()>().await
+        let accept = async {
+            match &self.listener {
+                Some(listener) => kyb_serving::tls::serve(listener, self.tls.clone(), stack).await,
+                None => std::future::pending().await,
             }
         };
         tokio::select! {
             () = accept => {}
             () = bootstrap => {}
             () = shutdown => {}
+        }
+        if let Some(auditor) = &self.auditor {
+            auditor.flush();
         }
     }
 }
@@ -288,223 +297,5 @@ fn advertise(bind: IpAddr) -> Ipv4Addr {
                 _ => None,
             })
             .unwrap_or(Ipv4Addr::LOCALHOST),
-    }
-}
-
-async fn handle(
-    server: Arc<Server>,
-    peer: Option<IpAddr>,
-    certified: Option<Arc<User>>,
-    request: Request<Incoming>,
-) -> Result<Response, Infallible> {
-    let started = Instant::now();
-    let (parts, body) = request.into_parts();
-    let audit_id = kyb_audit::audit_id_for(
-        parts
-            .headers
-            .get(kyb_audit::AUDIT_ID_HEADER)
-            .and_then(|v| v.to_str().ok()),
-    );
-    let arrival = Arrival {
-        audit_id: &audit_id,
-        uri: &parts.uri,
-        headers: &parts.headers,
-        peer,
-        received: kyb_audit::MicroTime::now(),
-        method: &parts.method,
-    };
-    let mut audit = RequestAudit::begin(None, &User::default(), &Target::NonResource, &arrival);
-    let response = pipeline(&server, &parts, body, certified, &arrival, &mut audit).await;
-    let mut response = audit.finish(response);
-    if let Ok(value) = http::HeaderValue::from_str(&audit_id) {
-        response
-            .headers_mut()
-            .insert(kyb_audit::AUDIT_ID_HEADER, value);
-    }
-    tracing::debug!(
-        method = %parts.method,
-        path = %parts.uri.path(),
-        status = response.status().as_u16(),
-        took = ?started.elapsed(),
-        "request"
-    );
-    Ok(response)
-}
-
-/// The request pipeline: authentication → audit policy → impersonation → authorization
-/// → in-flight limit → body → REST engine (admission and storage inside) or the
-/// non-resource routes.
-async fn pipeline(
-    server: &Arc<Server>,
-    parts: &http::request::Parts,
-    body: Incoming,
-    certified: Option<Arc<User>>,
-    arrival: &Arrival<'_>,
-    audit: &mut RequestAudit,
-) -> Response {
-    let query = Query::parse(parts.uri.query());
-    let target = request::classify(&parts.method, parts.uri.path(), query.flag("watch"));
-    let user =
-        match server
-            .authenticator
-            .authenticate(certified.as_deref(), &parts.headers, &server.cache)
-        {
-            Ok(user) => user,
-            Err(status) => {
-                // Failed authentications are audited too, with no user.
-                *audit = RequestAudit::begin(
-                    server.auditor.as_ref(),
-                    &User::default(),
-                    &target,
-                    arrival,
-                );
-                return response::error(&status);
-            }
-        };
-    *audit = RequestAudit::begin(server.auditor.as_ref(), &user, &target, arrival);
-    let user = match auth::impersonate(&server.authorizer, &user, &parts.headers) {
-        Ok(Some(impersonated)) => {
-            audit.impersonated(&impersonated);
-            impersonated
-        }
-        Ok(None) => user,
-        Err(status) => return response::error(&status),
-    };
-    let attributes = match &target {
-        Target::Resource(resource) => Attributes::Resource {
-            request: resource,
-            field_selector: query.value("fieldSelector").unwrap_or_default(),
-        },
-        Target::NonResource => Attributes::NonResource {
-            verb: non_resource_verb(&parts.method),
-            path: parts.uri.path(),
-        },
-    };
-    match server.authorizer.authorize(&user, &attributes) {
-        Ok(reason) => audit.authorized(true, &reason),
-        Err(status) => {
-            tracing::debug!(user = %user.name, path = %parts.uri.path(), "forbidden");
-            audit.authorized(false, &status.message);
-            return response::error(&status);
-        }
-    }
-    match target {
-        Target::NonResource => {
-            routes::serve(
-                server,
-                &parts.method,
-                parts.uri.path(),
-                &query,
-                &parts.headers,
-            )
-            .await
-        }
-        Target::Resource(resource) => {
-            let permit = if resource.verb == Verb::Watch {
-                None
-            } else {
-                match server.inflight.clone().try_acquire_owned() {
-                    Ok(permit) => Some(permit),
-                    Err(_) => {
-                        return response::error(&Status::too_many_requests(
-                            "Too many requests, please try again later.",
-                            1,
-                        ));
-                    }
-                }
-            };
-            let response = match read_body(body, &parts.headers, server.config.max_body_bytes).await
-            {
-                Ok(body) => {
-                    audit.request_body(
-                        &body,
-                        parts
-                            .headers
-                            .get(http::header::CONTENT_TYPE)
-                            .and_then(|v| v.to_str().ok()),
-                    );
-                    let (response, annotations) = rest::serve(
-                        server,
-                        Arc::new(user),
-                        resource,
-                        query,
-                        parts.headers.clone(),
-                        body,
-                    )
-                    .await;
-                    audit.annotate(&annotations);
-                    response
-                }
-                Err(status) => response::error(&status),
-            };
-            drop(permit);
-            response
-        }
-    }
-}
-
-/// The verb of a non-resource request, as authorizers see it.
-fn non_resource_verb(method: &http::Method) -> &'static str {
-    match *method {
-        http::Method::GET | http::Method::HEAD => "get",
-        http::Method::POST => "post",
-        http::Method::PUT => "put",
-        http::Method::PATCH => "patch",
-        http::Method::DELETE => "delete",
-        _ => "unknown",
-    }
-}
-
-/// Bodies this much over the limit are still read (and thrown away) before answering 413,
-/// so the client, still sending, gets the answer rather than a reset connection.
-const DISCARD_LIMIT: usize = 32 << 20;
-
-async fn read_body(body: Incoming, headers: &HeaderMap, limit: usize) -> Result<Bytes, Status> {
-    let too_large = || Status::too_large(format!("the request body is larger than {limit} bytes"));
-    let declared = headers
-        .get(http::header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
-    if declared.is_some_and(|len| len > limit) {
-        discard(body, DISCARD_LIMIT).await;
-        return Err(too_large());
-    }
-    match http_body_util::Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.is::<http_body_util::LengthLimitError>() => Err(too_large()),
-        Err(error) => Err(Status::bad_request(format!(
-            "reading the request body: {error}"
-        ))),
-    }
-}
-
-/// Reads and drops up to `limit` bytes of a body.
-async fn discard(mut body: Incoming, limit: usize) {
-    let mut read = 0;
-    while read < limit {
-        match body.frame().await {
-            Some(Ok(frame)) => read += frame.data_ref().map_or(0, |d| d.len()),
-            _ => return,
-        }
-    }
-}
-
-/// The Status for a storage failure.
-pub fn storage_error(error: kyb_storage::Error) -> Status {
-    match error {
-        kyb_storage::Error::ValueTooLarge { .. } => {
-            Status::too_large("etcdserver: request is too large")
-        }
-        kyb_storage::Error::Compacted {
-            requested,
-            compacted,
-        } => Status::expired(format!(
-            "too old resource version: {requested} ({compacted})"
-        )),
-        kyb_storage::Error::FutureRevision { requested, current } => Status::timeout(format!(
-            "Too large resource version: {requested}, current: {current}"
-        )),
-        kyb_storage::Error::Closed => Status::service_unavailable("the server is shutting down"),
-        other => Status::internal(other.to_string()),
     }
 }

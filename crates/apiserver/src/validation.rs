@@ -2,7 +2,8 @@
 //! update-time preparation, and validation. Failures become `422 Invalid` with one cause per
 //! field, worded as Kubernetes words them.
 
-use kyb_api::{ResourceDef, Status, meta};
+use kyb_api::{ResourceDef, Status};
+use kyb_apimachinery::meta;
 use kyb_validation::FieldError;
 use serde_json::{Value, json};
 

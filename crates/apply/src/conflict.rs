@@ -6,7 +6,7 @@
 //! `FieldManagerConflict`, message [`Conflict::message`], field the printed path).
 
 use crate::managed::{self, Operation};
-use kyb_api::gofmt;
+use kyb_apimachinery::gofmt;
 
 /// One field another manager owns with a different value.
 #[derive(Debug, Clone, PartialEq, Eq)]

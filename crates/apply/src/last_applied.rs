@@ -10,7 +10,7 @@ use crate::compare;
 use crate::fieldset::{self, Set};
 use crate::schema::TypeRef;
 use crate::to_set;
-use kyb_api::gofmt;
+use kyb_apimachinery::gofmt;
 use serde_json::Value;
 
 /// The field manager this migration applies to.

@@ -34,7 +34,6 @@ mod path;
 mod prune;
 mod reconcile;
 mod schema;
-mod time;
 mod to_set;
 mod update;
 mod value;

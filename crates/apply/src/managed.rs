@@ -8,8 +8,8 @@
 //! oldest are merged into one `ancient-changes` entry per API version.
 
 use crate::fieldset::{self, Set};
-use crate::time;
-use kyb_api::gofmt;
+use kyb_apimachinery::gofmt;
+use kyb_apimachinery::time;
 use serde_json::{Map, Value, json};
 use std::cmp::Ordering;
 use std::collections::HashMap;

@@ -7,7 +7,7 @@
 //! form; printing (`.spec.containers[name="nginx"].image`) and ordering parse them back.
 
 use crate::value;
-use kyb_api::gofmt;
+use kyb_apimachinery::gofmt;
 use serde_json::Value;
 use std::cmp::Ordering;
 

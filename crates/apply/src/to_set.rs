@@ -14,7 +14,7 @@ use crate::list_items;
 use crate::path::{self, Step};
 use crate::schema::{ListKind, Resolved, Scalar, TypeRef};
 use crate::walk::{self, WalkError};
-use kyb_api::gofmt;
+use kyb_apimachinery::gofmt;
 use serde_json::Value;
 
 /// The fields `v` sets, as a value of type `ty`. `strict` validates and refuses

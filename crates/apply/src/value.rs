@@ -3,10 +3,10 @@
 //! Field ownership compares values semantically (`1` equals `1.0`), orders list keys
 //! and set items by a fixed order of kinds (numbers, strings, booleans, lists, maps,
 //! null) and prints values in paths as structured-merge-diff's `value.ToString` does.
-//! How Go itself prints a value (`%v`, `%q`, `encoding/json`) is `kyb_api::gofmt`. All
+//! How Go itself prints a value (`%v`, `%q`, `encoding/json`) is `kyb_apimachinery::gofmt`. All
 //! of these are iterative or bounded by the depth checks of the walkers that call them.
 
-use kyb_api::gofmt;
+use kyb_apimachinery::gofmt;
 use serde_json::{Number, Value};
 use std::cmp::Ordering;
 

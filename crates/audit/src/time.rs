@@ -4,10 +4,9 @@
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use kyb_api::time::civil_from_days;
+use kyb_apimachinery::time::format_rfc3339;
 
 const MICROS_PER_SECOND: i64 = 1_000_000;
-const SECONDS_PER_DAY: i64 = 86_400;
 
 /// An instant, in microseconds since the Unix epoch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -48,17 +47,9 @@ impl MicroTime {
 impl fmt::Display for MicroTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let seconds = self.0.div_euclid(MICROS_PER_SECOND);
-        let micros = self.0.rem_euclid(MICROS_PER_SECOND);
-        let days = seconds.div_euclid(SECONDS_PER_DAY);
-        let of_day = seconds.rem_euclid(SECONDS_PER_DAY);
-        let (year, month, day) = civil_from_days(days);
-        write!(
-            f,
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}Z",
-            of_day / 3600,
-            of_day / 60 % 60,
-            of_day % 60
-        )
+        let nanos = self.0.rem_euclid(MICROS_PER_SECOND) * 1_000;
+        // Years beyond 0..=9999 have no RFC 3339 form; no clock gives them.
+        f.write_str(&format_rfc3339(seconds, nanos, 6).unwrap_or_default())
     }
 }
 

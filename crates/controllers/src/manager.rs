@@ -54,8 +54,20 @@ pub fn default_election(identity: &str) -> Election {
     }
 }
 
-/// Runs the manager until leadership is lost (an error) or forever.
-pub async fn run(clients: Clients, config: Config) -> anyhow::Result<()> {
+/// Runs the manager until leadership is lost (an error) or `shutdown` resolves; the
+/// controllers stop with it.
+pub async fn run(
+    clients: Clients,
+    config: Config,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    tokio::select! {
+        result = manage(clients, config) => result,
+        () = shutdown => Ok(()),
+    }
+}
+
+async fn manage(clients: Clients, config: Config) -> anyhow::Result<()> {
     let client = clients.base().clone();
     let registry = Arc::new(Registry::default());
     if let Some(address) = config.metrics_address {
@@ -64,10 +76,12 @@ pub async fn run(clients: Clients, config: Config) -> anyhow::Result<()> {
             .context("serving metrics")?;
         tracing::info!(address = %bound, "controller manager metrics");
     }
+    // The election and the controllers, aborted when the manager returns or is dropped.
+    let mut tasks = tokio::task::JoinSet::new();
     let mut leading = None;
     if let Some(election) = config.leader_election {
         let (tx, mut rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(election.run(client.clone(), tx));
+        tasks.spawn(election.run(client.clone(), tx));
         tracing::info!("waiting to become the leader");
         rx.wait_for(|l| *l)
             .await
@@ -95,7 +109,7 @@ pub async fn run(clients: Clients, config: Config) -> anyhow::Result<()> {
         }
         started.push(controller.name);
         let context = context.clone();
-        tokio::spawn(async move {
+        tasks.spawn(async move {
             if let Err(error) = (controller.start)(context).await {
                 tracing::error!(controller = controller.name, error = %format!("{error:#}"), "controller stopped");
             }

@@ -105,38 +105,9 @@ impl Options {
     }
 }
 
-/// A Go-style duration: `40s`, `5m`, `1h30m`, `500ms` (a bare number is seconds).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    if let Ok(seconds) = text.parse::<f64>() {
-        return Duration::try_from_secs_f64(seconds).map_err(|e| e.to_string());
-    }
-    let mut total = 0f64;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| format!("missing unit in duration {text:?}"))?;
-        let number: f64 = rest[..digits]
-            .parse()
-            .map_err(|_| format!("invalid duration {text:?}"))?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            unit => return Err(format!("unknown unit {unit:?} in duration {text:?}")),
-        };
-        total += number * scale;
-        rest = &rest[unit_len..];
-    }
-    Duration::try_from_secs_f64(total).map_err(|e| e.to_string())
-}
+/// A duration flag: a Go duration (`40s`, `5m`, `1h30m`, `500ms`) or a bare number of
+/// seconds; `kyb_apimachinery::duration` is the one parser.
+pub use kyb_apimachinery::duration::parse_flag as parse_duration;
 
 #[cfg(test)]
 mod tests {

@@ -1,36 +1,19 @@
-//! Label selectors: `metav1.LabelSelector` (`matchLabels` and `matchExpressions` with In,
-//! NotIn, Exists, DoesNotExist) and the plain map selectors of ReplicationControllers and
-//! Services. An empty LabelSelector matches everything; a missing one matches nothing,
-//! as Kubernetes' workload controllers read them.
+//! Label selectors of typed objects: `metav1.LabelSelector` (`matchLabels` and
+//! `matchExpressions`) and the plain map selectors of ReplicationControllers and Services,
+//! matched by `kyb_apimachinery::labels` (Kubernetes' `LabelSelectorAsSelector`, through
+//! `kyb_component_helpers::label_selector`). An empty LabelSelector matches everything; a
+//! malformed one (bad key or value, unknown operator, values where none are allowed or
+//! none where some are needed) matches nothing, as Kubernetes' workload controllers read
+//! them.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kyb_component_helpers::label_selector::as_selector;
 use std::collections::BTreeMap;
 
-/// Whether `labels` satisfy `selector`. A malformed expression (unknown operator, values
-/// where none are allowed or none where some are needed) matches nothing.
+/// Whether `labels` satisfy `selector`.
 pub fn matches(selector: &LabelSelector, labels: Option<&BTreeMap<String, String>>) -> bool {
-    let empty = BTreeMap::new();
-    let labels = labels.unwrap_or(&empty);
-    if let Some(wanted) = &selector.match_labels
-        && wanted.iter().any(|(k, v)| labels.get(k) != Some(v))
-    {
-        return false;
-    }
-    for expression in selector.match_expressions.iter().flatten() {
-        let value = labels.get(&expression.key);
-        let values = expression.values.as_deref().unwrap_or_default();
-        let ok = match expression.operator.as_str() {
-            "In" => !values.is_empty() && value.is_some_and(|v| values.contains(v)),
-            "NotIn" => !values.is_empty() && value.is_none_or(|v| !values.contains(v)),
-            "Exists" => values.is_empty() && value.is_some(),
-            "DoesNotExist" => values.is_empty() && value.is_none(),
-            _ => false,
-        };
-        if !ok {
-            return false;
-        }
-    }
-    true
+    as_selector(selector)
+        .is_ok_and(|s| s.matches_pairs(|key| labels.and_then(|l| l.get(key)).map(String::as_str)))
 }
 
 /// Whether a LabelSelector selects nothing in particular (no labels, no expressions).

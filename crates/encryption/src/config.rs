@@ -58,7 +58,7 @@ pub enum ConfigError {
 }
 
 fn quote_path(path: &Path) -> String {
-    kyb_api::gofmt::quote(&path.display().to_string())
+    kyb_apimachinery::gofmt::quote(&path.display().to_string())
 }
 
 /// `file "<path>"`, or `document` for one given as bytes.
@@ -257,8 +257,8 @@ fn build(raw: &RawConfig) -> Result<EncryptionConfig, ConfigError> {
                 if rules.iter().any(|(rule, _, _)| *rule == earlier) {
                     return Err(ConfigError::Build(format!(
                         "resource {} is masked by earlier rule {}",
-                        kyb_api::gofmt::quote(&gr.to_string()),
-                        kyb_api::gofmt::quote(&earlier.to_string())
+                        kyb_apimachinery::gofmt::quote(&gr.to_string()),
+                        kyb_apimachinery::gofmt::quote(&earlier.to_string())
                     )));
                 }
             }

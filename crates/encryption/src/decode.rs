@@ -77,8 +77,8 @@ pub(crate) fn decode(data: &[u8]) -> Result<RawConfig, String> {
     if api_version != API_VERSION || kind != KIND {
         return Err(format!(
             "no kind {} is registered for version {}",
-            kyb_api::gofmt::quote(kind),
-            kyb_api::gofmt::quote(api_version)
+            kyb_apimachinery::gofmt::quote(kind),
+            kyb_apimachinery::gofmt::quote(api_version)
         ));
     }
     let mut decoder = Decoder::default();
@@ -303,7 +303,7 @@ impl Decoder {
     fn unknown(&mut self, at: &At<'_>, name: &str) {
         self.unknown.push(format!(
             "unknown field {}",
-            kyb_api::gofmt::quote(&join(&at.path, name))
+            kyb_apimachinery::gofmt::quote(&join(&at.path, name))
         ));
     }
 }

@@ -152,7 +152,10 @@ pub(crate) fn validate(config: &RawConfig) -> Vec<FieldError> {
 
 /// `%#v` of a Go `[]string`: `[]string{"secrets", "*."}`.
 fn go_string_slice(items: &[String]) -> String {
-    let quoted: Vec<String> = items.iter().map(|s| kyb_api::gofmt::quote(s)).collect();
+    let quoted: Vec<String> = items
+        .iter()
+        .map(|s| kyb_apimachinery::gofmt::quote(s))
+        .collect();
     format!("[]string{{{}}}", quoted.join(", "))
 }
 
@@ -226,7 +229,7 @@ fn validate_names(resources: &[String], path: &str, errors: &mut Vec<FieldError>
         };
         errors.push(invalid(
             format!("{path}[{j}]"),
-            kyb_api::gofmt::quote(name),
+            kyb_apimachinery::gofmt::quote(name),
             detail,
         ));
     }

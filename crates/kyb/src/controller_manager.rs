@@ -1,15 +1,21 @@
 //! `kyb controller-manager --kubeconfig …` (the controller manager alone, with leader
-//! election), and the controller manager `kyb server` runs in-process with its own
-//! identity (`<data-dir>/components/controller-manager.kubeconfig`).
+//! election; an essential component: losing the lease ends the process), and the controller
+//! manager `kyb server` runs in-process with its own identity
+//! (`<data-dir>/components/controller-manager.kubeconfig`), restarted when it fails.
 
 use crate::cli::{ControllerArgs, ControllerManagerArgs};
 use anyhow::Context as _;
+use base64::Engine as _;
+use kyb_component::{Component, Context, Health, Supervisor};
 use kyb_controllers::credentials::Clients;
 use kyb_controllers::manager::{self, Config};
 use kyb_controllers::options::Options;
 use kyb_runtime::client::ClientOptions;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The component's name (`component/controller-manager` in `/readyz`).
+const NAME: &str = "controller-manager";
 
 /// The controllers' options from their flags.
 fn options(args: &ControllerArgs, root_ca_pem: Option<String>) -> Options {
@@ -38,42 +44,11 @@ fn kubeconfig_ca(kubeconfig: &Path) -> Option<String> {
     let file = kube::config::Kubeconfig::read_from(kubeconfig).ok()?;
     let cluster = file.clusters.first()?.cluster.as_ref()?;
     let data = cluster.certificate_authority_data.as_deref()?;
-    let decoded = base64_decode(data)?;
+    let data: String = data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .ok()?;
     String::from_utf8(decoded).ok()
-}
-
-/// Standard base64 (what kubeconfigs hold), without a dependency for one field.
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => u32::from(c - b'A'),
-            b'a'..=b'z' => u32::from(c - b'a') + 26,
-            b'0'..=b'9' => u32::from(c - b'0') + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        })
-    };
-    let bytes: Vec<u8> = text
-        .bytes()
-        .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
-        .collect();
-    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
-    for chunk in bytes.chunks(4) {
-        let mut n = 0u32;
-        for (i, c) in chunk.iter().enumerate() {
-            n |= value(*c)? << (18 - 6 * i);
-        }
-        let [_, a, b, c] = n.to_be_bytes();
-        out.push(a);
-        if chunk.len() > 2 {
-            out.push(b);
-        }
-        if chunk.len() > 3 {
-            out.push(c);
-        }
-    }
-    Some(out)
 }
 
 pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
@@ -107,43 +82,41 @@ pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
         ),
     };
     tracing::info!("controller manager starting");
-    tokio::select! {
-        result = manager::run(clients, config) => result.context("running the controller manager"),
-        () = crate::server::shutdown_signal() => Ok(()),
-    }
+    let mut supervisor = Supervisor::new(Health::new());
+    supervisor.essential(kyb_component::once(NAME, move |ctx| {
+        manage(clients, config, ctx)
+    }));
+    Ok(supervisor.run(crate::server::shutdown_signal()).await?)
 }
 
-/// Starts the in-process controller manager of `kyb server` (no leader election: the
-/// process holds the only API server).
-pub async fn start_in_process(
-    kubeconfig: &Path,
-    args: &ControllerArgs,
+/// The in-process controller manager of `kyb server` as a component (no leader election:
+/// the process holds the only API server); each start reads `kubeconfig` again.
+pub fn in_process(
+    kubeconfig: PathBuf,
+    args: ControllerArgs,
     metrics_address: Option<SocketAddr>,
-    root_ca_pem: &str,
-) -> anyhow::Result<()> {
-    let clients = Clients::per_controller(
-        kyb_runtime::client::config_from_kubeconfig(kubeconfig).await?,
-        ClientOptions::default(),
-    )?;
-    let mut config = Config::new(options(args, Some(root_ca_pem.to_string())));
-    config.metrics_address = metrics_address;
-    tokio::spawn(async move {
-        if let Err(error) = manager::run(clients, config).await {
-            tracing::error!(error = %format!("{error:#}"), "the controller manager stopped");
+    root_ca_pem: String,
+) -> impl Component {
+    kyb_component::from_fn(NAME, move |ctx| {
+        let kubeconfig = kubeconfig.clone();
+        let options = options(&args, Some(root_ca_pem.clone()));
+        async move {
+            let clients = Clients::per_controller(
+                kyb_runtime::client::config_from_kubeconfig(&kubeconfig).await?,
+                ClientOptions::default(),
+            )?;
+            let mut config = Config::new(options);
+            config.metrics_address = metrics_address;
+            manage(clients, config, ctx).await
         }
-    });
-    Ok(())
+    })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decodes_base64() {
-        assert_eq!(base64_decode("aGVsbG8="), Some(b"hello".to_vec()));
-        assert_eq!(base64_decode("aGVsbG8h"), Some(b"hello!".to_vec()));
-        assert_eq!(base64_decode("aGk="), Some(b"hi".to_vec()));
-        assert_eq!(base64_decode("a$"), None);
-    }
+/// Runs the controllers until `ctx` is cancelled; ready at once (each controller waits
+/// for its informers, as in kube-controller-manager).
+async fn manage(clients: Clients, config: Config, ctx: Context) -> anyhow::Result<()> {
+    ctx.ready();
+    manager::run(clients, config, ctx.cancelled())
+        .await
+        .context("running the controller manager")
 }

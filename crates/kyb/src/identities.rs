@@ -46,14 +46,22 @@ pub fn issue(pki: &Pki, node_name: &str) -> anyhow::Result<Vec<Component>> {
         .collect()
 }
 
+/// Where the components' kubeconfigs are, under the data dir.
+const DIR: &str = "components";
+
+/// The kubeconfig of the component whose file stem is `file` (`scheduler`).
+pub fn kubeconfig(data_dir: &Path, file: &str) -> PathBuf {
+    data_dir.join(DIR).join(format!("{file}.kubeconfig"))
+}
+
 /// Writes each component's kubeconfig (mode 0600) for the server at `url`.
 pub fn write_kubeconfigs(
     components: &[Component],
     data_dir: &Path,
     url: &str,
     ca_pem: &str,
-) -> anyhow::Result<PathBuf> {
-    let dir = data_dir.join("components");
+) -> anyhow::Result<()> {
+    let dir = data_dir.join(DIR);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     for component in components {
         let contents = kyb_pki::kubeconfig::render(
@@ -62,11 +70,11 @@ pub fn write_kubeconfigs(
             &component.user,
             &kyb_pki::kubeconfig::User::Certificate(&component.credentials),
         );
-        let path = dir.join(format!("{}.kubeconfig", component.file));
+        let path = kubeconfig(data_dir, component.file);
         kyb_pki::kubeconfig::write(&path, &contents)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    Ok(dir)
+    Ok(())
 }
 
 /// This machine's node name: its hostname, lower-cased (as the kubelet defaults it).

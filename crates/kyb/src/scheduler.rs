@@ -1,10 +1,15 @@
-//! `kyb scheduler --kubeconfig …` (the scheduler alone), and the scheduler `kyb server`
-//! runs in-process with its own identity (`<data-dir>/components/scheduler.kubeconfig`).
+//! `kyb scheduler --kubeconfig …` (the scheduler alone, an essential component: its
+//! failure ends the process), and the scheduler `kyb server` runs in-process with its own
+//! identity (`<data-dir>/components/scheduler.kubeconfig`), restarted when it fails.
 
 use crate::cli::SchedulerArgs;
-use anyhow::Context;
+use anyhow::Context as _;
+use kyb_component::{Component, Context, Health, Supervisor};
 use kyb_scheduler::config::SchedulerConfig;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The component's name (`component/scheduler` in `/readyz`).
+const NAME: &str = "scheduler";
 
 /// A kube-rs client from a kubeconfig file.
 pub async fn client(kubeconfig: &Path) -> anyhow::Result<kube::Client> {
@@ -37,34 +42,45 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
     let client = client(&args.kubeconfig).await?;
     let identity = identity();
     tracing::info!(%identity, "scheduler starting");
-    tokio::select! {
-        result = kyb_scheduler::run(client, config, kyb_scheduler::plugins::registry(), &identity) => {
-            result.context("running the scheduler")
-        }
-        () = crate::server::shutdown_signal() => Ok(()),
-    }
+    let mut supervisor = Supervisor::new(Health::new());
+    supervisor.essential(kyb_component::once(NAME, move |ctx| {
+        schedule(client, config, identity, ctx)
+    }));
+    Ok(supervisor.run(crate::server::shutdown_signal()).await?)
 }
 
-/// Starts the in-process scheduler of `kyb server` (no leader election: the process holds
-/// the only API server).
-pub async fn start_in_process(kubeconfig: &Path) -> anyhow::Result<()> {
-    let client = client(kubeconfig).await?;
-    let config = SchedulerConfig {
-        leader_elect: false,
-        ..SchedulerConfig::default()
-    };
-    let identity = identity();
-    tokio::spawn(async move {
-        if let Err(error) = kyb_scheduler::run(
-            client,
-            config,
-            kyb_scheduler::plugins::registry(),
-            &identity,
-        )
-        .await
-        {
-            tracing::error!(%error, "the scheduler stopped");
+/// The in-process scheduler of `kyb server` as a component (no leader election: the
+/// process holds the only API server); each start reads `kubeconfig` again.
+pub fn in_process(kubeconfig: PathBuf) -> impl Component {
+    kyb_component::from_fn(NAME, move |ctx| {
+        let kubeconfig = kubeconfig.clone();
+        async move {
+            let client = client(&kubeconfig).await?;
+            let config = SchedulerConfig {
+                leader_elect: false,
+                ..SchedulerConfig::default()
+            };
+            schedule(client, config, identity(), ctx).await
         }
-    });
-    Ok(())
+    })
+}
+
+/// Runs the scheduler with the default plugins until `ctx` is cancelled; ready at once (its
+/// caches fill while it runs, as kube-scheduler's do).
+async fn schedule(
+    client: kube::Client,
+    config: SchedulerConfig,
+    identity: String,
+    ctx: Context,
+) -> anyhow::Result<()> {
+    ctx.ready();
+    kyb_scheduler::run(
+        client,
+        config,
+        kyb_scheduler::plugins::registry(),
+        &identity,
+        ctx.cancelled(),
+    )
+    .await
+    .context("running the scheduler")
 }

@@ -1,32 +1,47 @@
-//! `kyb server` (all components in one process) and `kyb apiserver` (the API server alone):
-//! open the store, start the API server on it, write the admin kubeconfig once it is
-//! ready, and shut down cleanly on SIGTERM/SIGINT.
+//! `kyb server` (every control-plane component in one process) and `kyb apiserver` (the
+//! API server alone): open the store, start the API server on it, and run the components
+//! under a supervisor (`kyb_component`):
+//!
+//! 1. the API server — essential: if it fails, everything stops and `kyb` exits with the
+//!    error. It is ready once its default objects exist and the admin's and components'
+//!    kubeconfigs are written (then `export KUBECONFIG=…` and "kyb server ready" are
+//!    printed, in that order);
+//! 2. with `kyb server`, the scheduler, then the controller manager, each a client of the
+//!    API with its own kubeconfig, restarted with backoff when it fails.
+//!
+//! `/readyz` and `/livez` report each as `component/<name>`. SIGTERM or SIGINT stops them
+//! in reverse order — the controller manager, the scheduler, then the API server — after
+//! which the audit log is flushed and the store shuts down cleanly.
 
 use crate::cli::ServerArgs;
-use anyhow::Context;
+use anyhow::Context as _;
 use kyb_apiserver::audit::Auditor;
 use kyb_apiserver::auth::{Authenticator, ServiceAccountTokens, TokenFile};
 use kyb_apiserver::{ApiServer, Config, Security};
-use kyb_pki::Pki;
+use kyb_component::{Context, Health, Supervisor};
+use kyb_pki::{Credentials, Pki};
 use kyb_storage::{
     DEFAULT_COMPACTION_INTERVAL, EmbeddedOptions, EmbeddedStore, EtcdStore, Store, run_compactor,
 };
 use std::net::{IpAddr, SocketAddr};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Runs the API server; with `in_process`, also the components `kyb server` runs
-/// in-process (the scheduler), each as its own client of the API.
+/// in-process (the scheduler and the controller manager), each as its own client of the API.
 pub async fn run(
     args: ServerArgs,
     data_dir: Option<PathBuf>,
     in_process: bool,
 ) -> anyhow::Result<()> {
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     let data_dir = data_dir.map_or_else(default_data_dir, Ok)?;
     std::fs::create_dir_all(&data_dir)
         .with_context(|| format!("creating the data dir {}", data_dir.display()))?;
+    if in_process {
+        log_node();
+    }
 
     let mut embedded = None;
     let store: Arc<dyn Store> = if args.etcd_endpoints.is_empty() {
@@ -52,10 +67,12 @@ pub async fn run(
     };
     let compactor = tokio::spawn(run_compactor(store.clone(), DEFAULT_COMPACTION_INTERVAL));
 
+    let health = Health::new();
     let config = Config {
         bind_address: args.bind_address,
         port: args.port,
         max_requests_in_flight: args.max_requests_inflight.max(1),
+        health: health.clone(),
         ..Config::default()
     };
     let pki_dir = data_dir.join("pki");
@@ -85,74 +102,109 @@ pub async fn run(
     let apiserver = ApiServer::start(store.clone(), config, security)
         .await
         .context("starting the API server")?;
-    let kubeconfig = data_dir.join("kubeconfig.yaml");
-    let backend = store.backend();
-    let ready = |address: SocketAddr| {
-        let url = format!("https://{}", client_address(args.bind_address, address));
-        let contents = kyb_pki::kubeconfig::render(
-            &url,
-            pki.ca_pem(),
-            "admin",
-            &kyb_pki::kubeconfig::User::Certificate(&admin),
-        );
-        let written = kyb_pki::kubeconfig::write(&kubeconfig, &contents)
-            .map_err(anyhow::Error::from)
-            .and_then(|()| {
-                crate::identities::write_kubeconfigs(&components, &data_dir, &url, pki.ca_pem())
-            });
-        match written {
-            Ok(dir) => {
-                if in_process {
-                    let kubeconfig = dir.join("scheduler.kubeconfig");
-                    tokio::spawn(async move {
-                        if let Err(error) = crate::scheduler::start_in_process(&kubeconfig).await {
-                            tracing::error!(error = %format!("{error:#}"), "cannot start the scheduler");
-                        }
-                    });
-                    let kubeconfig = dir.join("controller-manager.kubeconfig");
-                    let controllers = args.controllers.clone();
-                    let metrics = args.controller_manager_metrics_address;
-                    let ca = pki.ca_pem().to_string();
-                    tokio::spawn(async move {
-                        if let Err(error) = crate::controller_manager::start_in_process(
-                            &kubeconfig,
-                            &controllers,
-                            metrics,
-                            &ca,
-                        )
-                        .await
-                        {
-                            tracing::error!(error = %format!("{error:#}"), "cannot start the controller manager");
-                        }
-                    });
-                }
-                // Printed before the readiness line, which scripts and tests wait for.
-                println!("export KUBECONFIG={}", kubeconfig.display());
-                tracing::info!(
-                    address = %address,
-                    store = backend,
-                    kubeconfig = %kubeconfig.display(),
-                    took = ?started.elapsed(),
-                    "kyb server ready"
-                );
-            }
-            Err(error) => {
-                tracing::error!(error = %format!("{error:#}"), path = %kubeconfig.display(), "cannot write the kubeconfigs")
-            }
-        }
+    let publish = Publish {
+        kubeconfig: data_dir.join("kubeconfig.yaml"),
+        data_dir: data_dir.clone(),
+        ca_pem: pki.ca_pem().to_string(),
+        admin,
+        components,
+        bind_address: args.bind_address,
+        backend: store.backend(),
+        started,
     };
-    let server = apiserver.server();
-    apiserver.serve(ready, shutdown_signal()).await;
-    if let Some(auditor) = &server.auditor {
-        auditor.flush();
-    }
 
-    tracing::info!("shutting down");
+    let mut supervisor = Supervisor::new(health);
+    supervisor.essential(kyb_component::once("apiserver", move |ctx| {
+        serve(apiserver, publish, ctx)
+    }));
+    if in_process {
+        supervisor.restartable(crate::scheduler::in_process(crate::identities::kubeconfig(
+            &data_dir,
+            "scheduler",
+        )));
+        supervisor.restartable(crate::controller_manager::in_process(
+            crate::identities::kubeconfig(&data_dir, "controller-manager"),
+            args.controllers.clone(),
+            args.controller_manager_metrics_address,
+            pki.ca_pem().to_string(),
+        ));
+    }
+    let outcome = supervisor.run(shutdown_signal()).await;
+
     compactor.abort();
     if let Some(store) = embedded {
         store.shutdown().await;
     }
-    Ok(())
+    Ok(outcome?)
+}
+
+/// What the API server's readiness publishes: the admin's and the components' kubeconfigs,
+/// and the lines scripts and tests wait for.
+struct Publish {
+    kubeconfig: PathBuf,
+    data_dir: PathBuf,
+    ca_pem: String,
+    admin: Credentials,
+    components: Vec<crate::identities::Component>,
+    bind_address: IpAddr,
+    backend: &'static str,
+    started: Instant,
+}
+
+impl Publish {
+    fn publish(&self, address: SocketAddr) -> anyhow::Result<()> {
+        let url = format!("https://{}", client_address(self.bind_address, address));
+        let contents = kyb_pki::kubeconfig::render(
+            &url,
+            &self.ca_pem,
+            "admin",
+            &kyb_pki::kubeconfig::User::Certificate(&self.admin),
+        );
+        kyb_pki::kubeconfig::write(&self.kubeconfig, &contents)
+            .with_context(|| format!("writing {}", self.kubeconfig.display()))?;
+        crate::identities::write_kubeconfigs(&self.components, &self.data_dir, &url, &self.ca_pem)?;
+        // Printed before the readiness line, which scripts and tests wait for.
+        println!("export KUBECONFIG={}", self.kubeconfig.display());
+        tracing::info!(
+            address = %address,
+            store = self.backend,
+            kubeconfig = %self.kubeconfig.display(),
+            took = ?self.started.elapsed(),
+            "kyb server ready"
+        );
+        Ok(())
+    }
+}
+
+/// The API server as a component: serves until cancelled, ready once its default objects
+/// exist and the kubeconfigs are written (failing if they cannot be); the audit log is
+/// flushed before it returns.
+async fn serve(apiserver: ApiServer, publish: Publish, ctx: Context) -> anyhow::Result<()> {
+    // Cancelled with the component, or when the kubeconfigs cannot be written.
+    let stop = ctx.token().child_token();
+    let mut failed = None;
+    let ready = |address: SocketAddr| match publish.publish(address) {
+        Ok(()) => ctx.ready(),
+        Err(error) => {
+            failed = Some(error.context("writing the kubeconfigs"));
+            stop.cancel();
+        }
+    };
+    apiserver.serve(ready, stop.cancelled()).await;
+    failed.map_or(Ok(()), Err)
+}
+
+/// Logs what the node's components will find on this machine.
+fn log_node() {
+    match kyb_node_sys::cgroup::version() {
+        Ok(version) => tracing::info!(
+            cgroup = %version,
+            driver = %kyb_node_sys::cgroup::driver(),
+            root = kyb_node_sys::privileges::is_root(),
+            "node"
+        ),
+        Err(error) => tracing::warn!(%error, "node: no cgroup file system"),
+    }
 }
 
 /// The audit policy and log of `--audit-policy-file` and `--audit-log-path`, if given.
@@ -190,11 +242,7 @@ fn client_address(bind: IpAddr, actual: SocketAddr) -> SocketAddr {
 
 /// `/var/lib/kyb` for root, `$XDG_DATA_HOME/kyb` (or `~/.local/share/kyb`) for anyone else.
 fn default_data_dir() -> anyhow::Result<PathBuf> {
-    // /proc/self belongs to the process's effective user.
-    let root = std::fs::metadata("/proc/self")
-        .map(|m| m.uid() == 0)
-        .unwrap_or(false);
-    if root {
+    if kyb_node_sys::privileges::is_root() {
         return Ok(PathBuf::from("/var/lib/kyb"));
     }
     if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
@@ -205,6 +253,7 @@ fn default_data_dir() -> anyhow::Result<PathBuf> {
     Ok(Path::new(&home).join(".local/share/kyb"))
 }
 
+/// Resolves on SIGTERM or SIGINT.
 pub async fn shutdown_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     let mut terminate = match signal(SignalKind::terminate()) {

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use kyb_api::Status;
-use kyb_api::gofmt;
+use kyb_apimachinery::gofmt;
 use serde_json::{Map, Value};
 
 use crate::checks::{CheckFailure, check_pod, forbidden_reason, violation_warning};

@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use kyb_api::gofmt;
+use kyb_apimachinery::gofmt;
 use serde_json::{Map, Value};
 
 use crate::level::{INVALID_LEVEL_DETAIL, INVALID_VERSION_DETAIL, Level, LevelVersion, Version};

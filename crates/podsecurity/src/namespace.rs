@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use kyb_api::gofmt;
+use kyb_apimachinery::gofmt;
 use serde_json::{Map, Value};
 
 use crate::admission::{Decision, Denial, Exemptions, Operation, Request};

@@ -45,7 +45,7 @@ pub(crate) fn since_value(value: Option<&Value>, now: Timestamp) -> String {
 /// The Age cell: how long ago `metadata.creationTimestamp` was.
 pub(crate) fn age(object: &Value, now: Timestamp) -> Value {
     Value::String(since_value(
-        crate::fields::at(object, &["metadata", "creationTimestamp"]),
+        kyb_apimachinery::json::at(object, &["metadata", "creationTimestamp"]),
         now,
     ))
 }

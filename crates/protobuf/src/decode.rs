@@ -8,12 +8,12 @@
 
 use serde_json::{Map, Number, Value};
 
-use crate::base64;
 use crate::envelope;
 use crate::error::{DecodeError, Problem};
 use crate::schema::{self, ALWAYS, Field, INLINE, Kind, Message, POINTER, REPEATED, Special};
-use crate::time;
 use crate::wire::{FIXED64, LEN, Reader, VARINT};
+use kyb_apimachinery::base64;
+use kyb_apimachinery::time;
 
 /// How deeply messages (and embedded objects) may nest.
 pub(crate) const MAX_DEPTH: usize = 100;

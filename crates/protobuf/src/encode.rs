@@ -5,12 +5,12 @@
 
 use serde_json::{Map, Value};
 
-use crate::base64;
 use crate::decode::MAX_DEPTH;
 use crate::error::EncodeError;
 use crate::schema::{self, Field, INLINE, Kind, Message, REPEATED, Special};
-use crate::time;
 use crate::wire::{FIXED64, VARINT, put_bytes, put_tag, put_varint};
+use kyb_apimachinery::base64;
+use kyb_apimachinery::time;
 
 /// Encodes the object `value` as the message at `index`.
 pub(crate) fn object(index: u16, value: &Value, depth: usize) -> Result<Vec<u8>, EncodeError> {
@@ -202,7 +202,7 @@ fn element(
             put_bytes(
                 out,
                 n,
-                &base64::decode(text).ok_or_else(|| invalid("base64 string"))?,
+                &base64::decode(text).map_err(|_| invalid("base64 string"))?,
             );
         }
         Kind::Bool => put_varint_field(
@@ -251,7 +251,7 @@ fn map_value(
             put_bytes(
                 entry,
                 2,
-                &base64::decode(text).ok_or_else(|| invalid("base64 string"))?,
+                &base64::decode(text).map_err(|_| invalid("base64 string"))?,
             );
         }
         _ => put_bytes(

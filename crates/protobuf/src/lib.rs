@@ -27,7 +27,6 @@
 //! # }
 //! ```
 
-mod base64;
 mod decode;
 mod encode;
 mod envelope;
@@ -35,7 +34,6 @@ mod error;
 mod schema;
 #[rustfmt::skip]
 mod schema_table;
-mod time;
 mod wire;
 
 use serde_json::Value;

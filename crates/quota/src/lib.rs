@@ -30,11 +30,9 @@
 //! `status.used` does not parse refuses writes with `status unknown` until the resource
 //! quota controller rewrites it.
 
-mod json;
 mod limit_ranger;
 mod messages;
 mod pod_resources;
-mod quantity_ops;
 mod quota;
 mod resource_list;
 

@@ -32,7 +32,7 @@ pub fn forbidden_message(group: &str, resource: &str, name: &str, message: &str)
     } else {
         format!(
             "{qualified} {} is forbidden: {message}",
-            kyb_api::gofmt::quote(name)
+            kyb_apimachinery::gofmt::quote(name)
         )
     }
 }

@@ -14,8 +14,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::json::{arr_at, at, str_at};
 use crate::resource_list::ResourceList;
+use kyb_apimachinery::json::{at, items, opt_str};
+use kyb_component_helpers::resource::{self, Amounts, ContainerKind};
 
 /// Which half of `resources` to aggregate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,16 +60,22 @@ pub(crate) fn container_list(container: &Value, which: Which) -> ResourceList {
     ResourceList::from_opt(at(container, &["resources", which.key()]))
 }
 
-fn is_restartable(container: &Value) -> bool {
-    str_at(container, &["restartPolicy"]) == Some("Always")
-}
-
 /// Whether the `PodResizePending` condition says the resize is infeasible.
 fn resize_infeasible(pod: &Value) -> bool {
-    arr_at(pod, &["status", "conditions"])
+    items(pod, &["status", "conditions"])
         .iter()
-        .find(|c| str_at(c, &["type"]) == Some("PodResizePending"))
-        .is_some_and(|c| str_at(c, &["reason"]) == Some("Infeasible"))
+        .find(|c| opt_str(c, &["type"]) == Some("PodResizePending"))
+        .is_some_and(|c| opt_str(c, &["reason"]) == Some("Infeasible"))
+}
+
+impl Amounts for ResourceList {
+    fn add(&mut self, other: &Self) {
+        self.add_assign(other);
+    }
+
+    fn max_with(&mut self, other: &Self) {
+        self.max_assign(other);
+    }
 }
 
 /// `max(a, b...)`: `a` raised entry by entry to each of `rest`.
@@ -88,7 +95,7 @@ fn effective(
     infeasible: bool,
 ) -> ResourceList {
     let own = container_list(container, which);
-    let name = str_at(container, &["name"]).unwrap_or_default();
+    let name = opt_str(container, &["name"]).unwrap_or_default();
     let Some(status) = statuses.get(name) else {
         return own;
     };
@@ -121,31 +128,22 @@ pub(crate) fn pod_total(pod: &Value, which: Which, opts: Options) -> ResourceLis
     let mut infeasible = false;
     if opts.use_status {
         for key in ["containerStatuses", "initContainerStatuses"] {
-            for s in arr_at(pod, &["status", key]) {
-                statuses.insert(str_at(s, &["name"]).unwrap_or_default(), s);
+            for s in items(pod, &["status", key]) {
+                statuses.insert(opt_str(s, &["name"]).unwrap_or_default(), s);
             }
         }
         infeasible = resize_infeasible(pod);
     }
-    let mut total = ResourceList::new();
-    for c in arr_at(pod, &["spec", "containers"]) {
-        total.add_assign(&effective(c, which, &statuses, infeasible));
-    }
     let no_statuses = HashMap::new();
-    let mut sidecars = ResourceList::new();
-    let mut init_peak = ResourceList::new();
-    for c in arr_at(pod, &["spec", "initContainers"]) {
-        if is_restartable(c) {
-            let own = effective(c, which, &statuses, infeasible);
-            total.add_assign(&own);
-            sidecars.add_assign(&own);
-            init_peak.max_assign(&sidecars);
+    let mut total = resource::pod_amounts_json(pod, |c, kind| {
+        // Resize state applies to containers and sidecars, not to ordinary init containers.
+        let statuses = if kind == ContainerKind::Init {
+            &no_statuses
         } else {
-            let own = effective(c, which, &no_statuses, infeasible);
-            init_peak.max_assign(&own.add(&sidecars));
-        }
-    }
-    total.max_assign(&init_peak);
+            &statuses
+        };
+        effective(c, which, statuses, infeasible)
+    });
     if opts.overhead {
         let overhead = ResourceList::from_opt(at(pod, &["spec", "overhead"]));
         match which {
@@ -162,26 +160,9 @@ pub(crate) fn pod_total(pod: &Value, which: Which, opts: Options) -> ResourceLis
     total
 }
 
-/// Whether the pod's QoS class is `BestEffort` (`qos.GetPodQOS`): `status.qosClass` when
-/// set, else no container or init container asks for or caps cpu or memory above zero.
+/// Whether the pod's QoS class is `BestEffort` (`qos.GetPodQOS`).
 pub(crate) fn is_best_effort(pod: &Value) -> bool {
-    if let Some(class) = str_at(pod, &["status", "qosClass"]).filter(|c| !c.is_empty()) {
-        return class == "BestEffort";
-    }
-    let all = arr_at(pod, &["spec", "containers"])
-        .iter()
-        .chain(arr_at(pod, &["spec", "initContainers"]));
-    for c in all {
-        for which in [Which::Requests, Which::Limits] {
-            let list = container_list(c, which);
-            for name in ["cpu", "memory"] {
-                if list.get(name).is_some_and(|q| q.sign() > 0) {
-                    return false;
-                }
-            }
-        }
-    }
-    true
+    kyb_component_helpers::qos::pod_qos_json(pod) == "BestEffort"
 }
 
 #[cfg(test)]

@@ -8,10 +8,8 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use kyb_validation::quantity::Quantity;
+use kyb_apimachinery::quantity::Quantity;
 use serde_json::{Map, Value};
-
-use crate::quantity_ops::{self, gt};
 
 /// Resource name → quantity.
 #[derive(Clone, Debug, Default)]
@@ -113,8 +111,12 @@ impl ResourceList {
     pub fn sub(&self, other: &ResourceList) -> ResourceList {
         let mut out = self.clone();
         for (k, q) in &other.0 {
-            let left = out.0.get(k).cloned().unwrap_or_else(quantity_ops::zero);
-            out.0.insert(k.clone(), quantity_ops::sub(&left, q));
+            let left = out
+                .0
+                .get(k)
+                .cloned()
+                .unwrap_or_else(|| Quantity::from_int(0));
+            out.0.insert(k.clone(), left.sub(q));
         }
         out
     }
@@ -125,18 +127,20 @@ impl ResourceList {
         let mut out = ResourceList::new();
         for (k, q) in &self.0 {
             let v = match other.0.get(k) {
-                Some(o) => quantity_ops::sub(q, o),
+                Some(o) => q.sub(o),
                 None => q.clone(),
             };
             let v = if v.sign() > 0 {
                 v
             } else {
-                quantity_ops::zero()
+                Quantity::from_int(0)
             };
             out.0.insert(k.clone(), v);
         }
         for k in other.0.keys() {
-            out.0.entry(k.clone()).or_insert_with(quantity_ops::zero);
+            out.0
+                .entry(k.clone())
+                .or_insert_with(|| Quantity::from_int(0));
         }
         out
     }
@@ -145,7 +149,7 @@ impl ResourceList {
     pub fn max_assign(&mut self, other: &ResourceList) {
         for (k, q) in &other.0 {
             match self.0.get_mut(k) {
-                Some(v) if !gt(q, v) => {}
+                Some(v) if !q.cmp_q(v).is_gt() => {}
                 Some(v) => *v = q.clone(),
                 None => {
                     self.0.insert(k.clone(), q.clone());
@@ -170,7 +174,7 @@ impl ResourceList {
     pub fn exceeding(&self, other: &ResourceList) -> Vec<String> {
         self.0
             .iter()
-            .filter(|(k, q)| other.0.get(*k).is_some_and(|o| gt(q, o)))
+            .filter(|(k, q)| other.0.get(*k).is_some_and(|o| q.cmp_q(o).is_gt()))
             .map(|(k, _)| k.clone())
             .collect()
     }

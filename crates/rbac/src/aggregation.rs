@@ -6,8 +6,8 @@
 //! Pure functions over the ClusterRoles' JSON; the controller writes the result back.
 
 use crate::rule::PolicyRule;
-use kyb_api::labels::Selector;
-use kyb_api::meta;
+use kyb_apimachinery::labels::Selector;
+use kyb_apimachinery::meta;
 use serde_json::Value;
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
 //! What an authorization request asks (`Attributes`), what RBAC answers (`Decision`), and
 //! the text of the 403 the API server sends when nobody allowed it.
 
-use kyb_api::gofmt::quote;
+use kyb_apimachinery::gofmt::quote;
 
 /// One request as the authorizer sees it, borrowed from the API server's request info.
 /// Empty strings stand for absent values (no namespace, the core API group "", no name), as

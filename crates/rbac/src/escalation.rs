@@ -7,7 +7,7 @@ use crate::attributes::Attributes;
 use crate::policy::{Policy, aggregate_errors};
 use crate::rule::{ALL, PolicyRule};
 use crate::subject::{RBAC_GROUP, RoleRef};
-use kyb_api::gofmt::{quote, quote_list};
+use kyb_apimachinery::gofmt::{quote, quote_list};
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -376,9 +376,9 @@ impl Policy {
         {
             return Ok(());
         }
-        let name = kyb_api::meta::name(new).unwrap_or_default();
+        let name = kyb_apimachinery::meta::name(new).unwrap_or_default();
         let namespace = match kind {
-            "Role" | "RoleBinding" => kyb_api::meta::namespace(new).unwrap_or_default(),
+            "Role" | "RoleBinding" => kyb_apimachinery::meta::namespace(new).unwrap_or_default(),
             _ => "",
         };
         match kind {

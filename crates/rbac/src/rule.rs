@@ -2,7 +2,7 @@
 //! shapes in which a SelfSubjectRulesReview reports them.
 
 use crate::attributes::Attributes;
-use kyb_api::gofmt::quote_list;
+use kyb_apimachinery::gofmt::quote_list;
 use serde_json::{Map, Value, json};
 
 /// The wildcard accepted in verbs, API groups, resources and non-resource URLs.

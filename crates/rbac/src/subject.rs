@@ -1,7 +1,7 @@
 //! Who a binding grants its role to (`subjects`) and which role (`roleRef`), read from the
 //! binding's JSON.
 
-use kyb_api::gofmt::quote;
+use kyb_apimachinery::gofmt::quote;
 use serde_json::Value;
 
 /// The prefix of every service account's user name.

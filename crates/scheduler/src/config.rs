@@ -223,26 +223,14 @@ fn seconds(value: &Value) -> Option<Duration> {
     value.as_u64().map(Duration::from_secs)
 }
 
-/// Kubernetes durations as the configuration writes them (`15s`, `1m`, `500ms`).
+/// A `metav1.Duration` field (`15s`, `1m30s`, `500ms`), as Go's `time.ParseDuration`.
 fn duration(value: &Value) -> Result<Option<Duration>, String> {
     let Some(text) = value.as_str() else {
         return Ok(None);
     };
-    let (number, unit) = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .map(|i| text.split_at(i))
-        .ok_or_else(|| format!("invalid duration {text:?}"))?;
-    let number: f64 = number
-        .parse()
-        .map_err(|_| format!("invalid duration {text:?}"))?;
-    let factor = match unit {
-        "ms" => 0.001,
-        "s" => 1.0,
-        "m" => 60.0,
-        "h" => 3600.0,
-        _ => return Err(format!("invalid duration {text:?}")),
-    };
-    Ok(Some(Duration::from_secs_f64(number * factor)))
+    kyb_apimachinery::duration::parse(text)
+        .map(Some)
+        .map_err(|e| e.to_string())
 }
 
 fn plugin_set(value: &Value, field: &str) -> Result<PluginSet, String> {
@@ -383,6 +371,24 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn leader_election_durations_are_go_durations() {
+        let config = SchedulerConfig::from_value(&json!({
+            "apiVersion": API_VERSION, "kind": KIND,
+            "leaderElection": {"leaseDuration": "1h30m", "renewDeadline": "1.5s",
+                               "retryPeriod": "300ms"},
+        }))
+        .unwrap();
+        assert_eq!(config.lease_duration, Duration::from_secs(5400));
+        assert_eq!(config.renew_deadline, Duration::from_millis(1500));
+        assert_eq!(config.retry_period, Duration::from_millis(300));
+        let bad = SchedulerConfig::from_value(&json!({
+            "apiVersion": API_VERSION, "kind": KIND,
+            "leaderElection": {"leaseDuration": "15"},
+        }));
+        assert!(bad.is_err());
+    }
 
     #[test]
     fn profiles_plugins_weights_and_args() {

@@ -21,9 +21,22 @@ pub enum RunError {
     Profile(String),
 }
 
-/// Runs a scheduler until the process ends. `identity` names this instance (in the lease
-/// and on events).
+/// Runs a scheduler until `shutdown` resolves. `identity` names this instance (in the
+/// lease and on events).
 pub async fn run(
+    client: kube::Client,
+    config: SchedulerConfig,
+    registry: Registry,
+    identity: &str,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), RunError> {
+    tokio::select! {
+        result = schedule(client, config, registry, identity) => result,
+        () = shutdown => Ok(()),
+    }
+}
+
+async fn schedule(
     client: kube::Client,
     config: SchedulerConfig,
     registry: Registry,

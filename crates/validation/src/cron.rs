@@ -2,7 +2,7 @@
 //! names, ranges, steps, `?`, and the `@hourly`-style descriptors including `@every`),
 //! with the error messages of the parser Kubernetes uses.
 
-use kyb_api::gofmt;
+use kyb_apimachinery::gofmt;
 
 /// Allowed range and names of one field.
 struct Bounds {
@@ -154,47 +154,6 @@ fn parse_range(expr: &str, b: &Bounds) -> Result<(), String> {
     Ok(())
 }
 
-/// Go's `time.ParseDuration`, just enough to validate.
-fn parse_duration(s: &str) -> Result<(), String> {
-    let bad = || format!("time: invalid duration {}", gofmt::quote(s));
-    let mut rest = s.strip_prefix(['+', '-']).unwrap_or(s);
-    if rest == "0" {
-        return Ok(());
-    }
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .unwrap_or(rest.len());
-        let num = rest.get(..num_len).unwrap_or_default();
-        if num.is_empty() || num == "." || num.matches('.').count() > 1 {
-            return Err(bad());
-        }
-        rest = rest.get(num_len..).unwrap_or_default();
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let unit = rest.get(..unit_len).unwrap_or_default();
-        if unit.is_empty() {
-            return Err(format!(
-                "time: missing unit in duration {}",
-                gofmt::quote(s)
-            ));
-        }
-        if !matches!(unit, "ns" | "us" | "µs" | "μs" | "ms" | "s" | "m" | "h") {
-            return Err(format!(
-                "time: unknown unit {} in duration {}",
-                gofmt::quote(unit),
-                gofmt::quote(s)
-            ));
-        }
-        rest = rest.get(unit_len..).unwrap_or_default();
-    }
-    Ok(())
-}
-
 /// Parses a schedule; `Err` holds the parser's message. `TZ=`/`CRON_TZ=` prefixes are
 /// accepted here (CronJob validation forbids them separately).
 pub(crate) fn parse_standard(spec: &str) -> Result<(), String> {
@@ -218,7 +177,9 @@ pub(crate) fn parse_standard(spec: &str) -> Result<(), String> {
             | "@hourly" => Ok(()),
             s if s.starts_with("@every ") => {
                 let d = s.get("@every ".len()..).unwrap_or_default();
-                parse_duration(d).map_err(|e| format!("failed to parse duration {s}: {e}"))
+                kyb_apimachinery::duration::parse_nanos(d)
+                    .map(|_| ())
+                    .map_err(|e| format!("failed to parse duration {s}: {e}"))
             }
             s => Err(format!("unrecognized descriptor: {s}")),
         };

@@ -5,10 +5,10 @@ use serde_json::Value;
 
 use crate::Ctx;
 use crate::core;
-use crate::error::FieldError;
 use crate::groups;
 use crate::meta::NameFn;
-use crate::names;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::names;
 
 pub(crate) type DefaultFn = fn(&mut Value);
 pub(crate) type PrepareUpdateFn = fn(&mut Value, &Value);

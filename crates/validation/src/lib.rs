@@ -16,31 +16,23 @@
 //! Inputs are untrusted: every accessor tolerates missing fields, wrong types and `null`,
 //! and nothing here panics on odd input.
 
-pub mod names;
-pub mod quantity;
-
-mod base64;
 mod core;
 mod cron;
-mod equality;
-mod error;
 mod groups;
-mod json;
 mod kinds;
 mod meta;
 mod net;
-mod path;
 mod selector;
 
 use serde_json::Value;
 
-pub use core::quota::scope_valid_for as quota_scope_allows_resource;
-pub use error::{ErrorKind, FieldError, invalid_message};
+pub use kyb_apimachinery::field::{ErrorKind, FieldError, invalid_message};
 
-use crate::json::Obj;
 use crate::kinds::{Kind, MetaMode, lookup};
 use crate::meta::{MetaRules, validate_object_meta, validate_object_meta_update};
-use crate::path::Path;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{self, Obj};
+use kyb_apimachinery::names;
 
 /// What a kind's validation functions know besides the object.
 pub(crate) struct Ctx<'a> {

@@ -6,10 +6,10 @@
 
 use serde_json::Value;
 
-use crate::error::{FieldError, render_value};
-use crate::json::{Obj, as_int, field};
-use crate::names;
-use crate::path::Path;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::field::{FieldError, render_value};
+use kyb_apimachinery::json::{Obj, as_int, field};
+use kyb_apimachinery::names;
 
 /// How the names of a kind are checked: `(name, is_generate_name_prefix) -> messages`.
 pub(crate) type NameFn = fn(&str, bool) -> Vec<String>;
@@ -421,7 +421,7 @@ pub(crate) fn nonnegative_field(obj: &Value, key: &str, path: &Path) -> Vec<Fiel
 /// `ValidateImmutableField`: `Invalid(path, new, "field is immutable")` when the values differ
 /// (absent and `null` are the same).
 pub(crate) fn immutable(new: &Value, old: &Value, path: &Path) -> Vec<FieldError> {
-    if crate::equality::semantic_eq(new, old) {
+    if kyb_apimachinery::equality::semantic_eq(new, old) {
         Vec::new()
     } else {
         vec![FieldError::invalid(path, new.clone(), FIELD_IMMUTABLE_MSG)]

@@ -2,8 +2,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::error::FieldError;
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
 
 /// Parses an IP address; IPv4 octets may carry leading zeros (read as decimal), as
 /// Kubernetes' `ParseIPSloppy` allows.

@@ -1,14 +1,15 @@
 //! Label selectors (`matchLabels` / `matchExpressions`): validation as metav1's
-//! `ValidateLabelSelector`, and evaluation against a label set, as
-//! `LabelSelectorAsSelector(...).Matches(...)`.
+//! `ValidateLabelSelector`; evaluation is `kyb_apimachinery::labels`'
+//! (`LabelSelectorAsSelector(...).Matches(...)`).
 
+use kyb_apimachinery::labels::Selector;
 use serde_json::Value;
 
-use crate::error::FieldError;
-use crate::json::{Obj, field};
 use crate::meta::{validate_label_name, validate_labels};
-use crate::names;
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, field};
+use kyb_apimachinery::names;
 
 /// Validates a label selector. `allow_invalid_values` keeps old objects with bad
 /// `matchExpressions` values valid, as Kubernetes' option of the same name.
@@ -74,105 +75,28 @@ fn validate_requirement(req: &Value, allow_invalid_values: bool, path: &Path) ->
     errs
 }
 
-/// One requirement of a parsed selector.
-#[derive(Clone, Debug)]
-pub(crate) enum Requirement {
-    Equals(String, String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    DoesNotExist(String),
-}
-
-/// A parsed label selector.
-#[derive(Clone, Debug)]
-pub(crate) enum Selector {
-    /// A missing selector: matches nothing.
-    Nothing,
-    /// Requirements that must all hold; none means "everything".
-    All(Vec<Requirement>),
-}
-
-impl Selector {
-    /// Parses a selector; `Err` when it is malformed (bad operator, empty values for
-    /// In/NotIn, bad keys or values), which Kubernetes reports as an invalid selector.
-    pub(crate) fn parse(sel: &Value) -> Result<Selector, ()> {
-        if sel.is_null() {
-            return Ok(Selector::Nothing);
-        }
-        if !sel.is_object() {
-            return Err(());
-        }
-        let mut reqs = Vec::new();
-        for (k, v) in sel.str_map("matchLabels") {
-            if !names::qualified_name_errors(k).is_empty()
-                || !names::label_value_errors(v).is_empty()
-            {
-                return Err(());
-            }
-            reqs.push(Requirement::Equals(k.to_string(), v.to_string()));
-        }
-        for expr in sel.arr("matchExpressions") {
-            let key = expr.str("key").to_string();
-            if !names::qualified_name_errors(&key).is_empty() {
-                return Err(());
-            }
-            let values: Vec<String> = expr
-                .str_list("values")
-                .into_iter()
-                .map(str::to_string)
-                .collect();
-            if values
-                .iter()
-                .any(|v| !names::label_value_errors(v).is_empty())
-            {
-                return Err(());
-            }
-            let req = match expr.str("operator") {
-                "In" if !values.is_empty() => Requirement::In(key, values),
-                "NotIn" if !values.is_empty() => Requirement::NotIn(key, values),
-                "Exists" if values.is_empty() => Requirement::Exists(key),
-                "DoesNotExist" if values.is_empty() => Requirement::DoesNotExist(key),
-                _ => return Err(()),
-            };
-            reqs.push(req);
-        }
-        Ok(Selector::All(reqs))
+/// The selector a `LabelSelector` value stands for, by `kyb_apimachinery::labels`: a
+/// missing one selects nothing, an empty one everything; `Err` when it is malformed (bad
+/// operator, empty values for In/NotIn, bad keys or values), which Kubernetes reports as an
+/// invalid selector.
+pub(crate) fn parse(sel: &Value) -> Result<Selector, ()> {
+    if sel.is_null() {
+        return Ok(Selector::nothing());
     }
-
-    /// Whether the selector selects everything (no requirements).
-    pub(crate) fn is_empty(&self) -> bool {
-        matches!(self, Selector::All(r) if r.is_empty())
+    if !sel.is_object() {
+        return Err(());
     }
-
-    /// Whether a label set (a JSON object of strings) is selected.
-    pub(crate) fn matches(&self, labels: &Value) -> bool {
-        let get = |k: &str| labels.get(k).and_then(Value::as_str);
-        match self {
-            Selector::Nothing => false,
-            Selector::All(reqs) => reqs.iter().all(|r| match r {
-                Requirement::Equals(k, v) => get(k) == Some(v.as_str()),
-                Requirement::In(k, vs) => get(k).is_some_and(|x| vs.iter().any(|v| v == x)),
-                Requirement::NotIn(k, vs) => get(k).is_none_or(|x| vs.iter().all(|v| v != x)),
-                Requirement::Exists(k) => get(k).is_some(),
-                Requirement::DoesNotExist(k) => get(k).is_none(),
-            }),
-        }
-    }
+    Selector::from_label_selector(sel).map_err(|_| ())
 }
 
 /// A plain map selector (Service, ReplicationController) as a `Selector`.
 pub(crate) fn from_map(map: &Value) -> Selector {
-    let mut reqs = Vec::new();
-    if let Value::Object(m) = map {
-        for (k, v) in m {
-            reqs.push(Requirement::Equals(
-                k.clone(),
-                v.as_str().unwrap_or_default().to_string(),
-            ));
-        }
-    }
-    Selector::All(reqs)
+    Selector::from_map(
+        map.as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or_default())),
+    )
 }
 
 #[cfg(test)]
@@ -208,21 +132,18 @@ mod tests {
 
     #[test]
     fn matches_labels() {
-        let sel = Selector::parse(&json!({"matchLabels": {"app": "web"}, "matchExpressions": [
+        let sel = parse(&json!({"matchLabels": {"app": "web"}, "matchExpressions": [
             {"key": "tier", "operator": "In", "values": ["a", "b"]},
             {"key": "env", "operator": "NotIn", "values": ["prod"]},
             {"key": "x", "operator": "DoesNotExist"}
         ]}))
         .unwrap();
-        assert!(sel.matches(&json!({"app": "web", "tier": "a"})));
-        assert!(!sel.matches(&json!({"app": "web", "tier": "c"})));
-        assert!(!sel.matches(&json!({"app": "web", "tier": "a", "env": "prod"})));
-        assert!(!sel.matches(&json!({"app": "web", "tier": "a", "x": "1"})));
-        assert!(Selector::parse(&json!({})).unwrap().is_empty());
-        assert!(!Selector::parse(&Value::Null).unwrap().matches(&json!({})));
-        assert!(
-            Selector::parse(&json!({"matchExpressions": [{"key": "a", "operator": "In"}]}))
-                .is_err()
-        );
+        assert!(sel.matches(json!({"app": "web", "tier": "a"}).as_object()));
+        assert!(!sel.matches(json!({"app": "web", "tier": "c"}).as_object()));
+        assert!(!sel.matches(json!({"app": "web", "tier": "a", "env": "prod"}).as_object()));
+        assert!(!sel.matches(json!({"app": "web", "tier": "a", "x": "1"}).as_object()));
+        assert!(parse(&json!({})).unwrap().is_empty());
+        assert!(!parse(&Value::Null).unwrap().matches(json!({}).as_object()));
+        assert!(parse(&json!({"matchExpressions": [{"key": "a", "operator": "In"}]})).is_err());
     }
 }

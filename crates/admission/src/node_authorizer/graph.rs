@@ -13,8 +13,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::pod_refs;
 use crate::service_account::is_mirror_pod;
-use crate::{json, pod_refs};
+use kyb_apimachinery::json;
 
 /// The kinds of namespaced objects pods refer to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -87,9 +88,9 @@ impl Index {
 
     /// Records a pod (added or updated). A pod without `spec.nodeName` grants nothing.
     pub(super) fn apply_pod(&mut self, pod: &Value) {
-        let namespace = json::string(pod, &["metadata", "namespace"]);
-        let name = json::string(pod, &["metadata", "name"]);
-        let node = json::string(pod, &["spec", "nodeName"]);
+        let namespace = json::str_at(pod, &["metadata", "namespace"]);
+        let name = json::str_at(pod, &["metadata", "name"]);
+        let node = json::str_at(pod, &["spec", "nodeName"]);
         if node.is_empty() {
             self.delete_pod(namespace, name);
             return;
@@ -152,9 +153,9 @@ impl Index {
     /// Records a PersistentVolume: bound (with a `claimRef`) it links its claim to the
     /// secrets the kubelet uses for it.
     pub(super) fn apply_pv(&mut self, pv: &Value) {
-        let name = json::string(pv, &["metadata", "name"]);
+        let name = json::str_at(pv, &["metadata", "name"]);
         self.delete_pv(name);
-        let Some(claim) = json::object(pv, &["spec", "claimRef"]) else {
+        let Some(claim) = json::map_at(pv, &["spec", "claimRef"]) else {
             return;
         };
         let field = |key: &str| {
@@ -201,8 +202,8 @@ impl Index {
     /// Records an object pinned to a node by `spec.nodeName` (VolumeAttachment,
     /// ResourceSlice); without one it grants nothing.
     pub(super) fn apply_pinned(&mut self, slices: bool, object: &Value) {
-        let name = json::string(object, &["metadata", "name"]);
-        let node = json::string(object, &["spec", "nodeName"]);
+        let name = json::str_at(object, &["metadata", "name"]);
+        let node = json::str_at(object, &["spec", "nodeName"]);
         self.delete_pinned(slices, name);
         if node.is_empty() {
             return;
@@ -312,7 +313,7 @@ fn pod_references(pod: &Value) -> Vec<(RefKind, Box<str>)> {
     if is_mirror_pod(pod) {
         return refs;
     }
-    let spec = json::get(pod, &["spec"]).unwrap_or(&Value::Null);
+    let spec = json::at(pod, &["spec"]).unwrap_or(&Value::Null);
     let mut push = |kind: RefKind, name: &str| {
         if !name.is_empty() {
             refs.push((kind, Box::from(name)));
@@ -320,7 +321,7 @@ fn pod_references(pod: &Value) -> Vec<(RefKind, Box<str>)> {
     };
     push(
         RefKind::ServiceAccount,
-        json::string(spec, &["serviceAccountName"]),
+        json::str_at(spec, &["serviceAccountName"]),
     );
     pod_refs::visit_secret_names(spec, &mut |name| {
         push(RefKind::Secret, name);
@@ -330,8 +331,8 @@ fn pod_references(pod: &Value) -> Vec<(RefKind, Box<str>)> {
         push(RefKind::ConfigMap, name);
         true
     });
-    let pod_name = json::string(pod, &["metadata", "name"]);
-    for volume in json::array(spec, &["volumes"]) {
+    let pod_name = json::str_at(pod, &["metadata", "name"]);
+    for volume in json::items(spec, &["volumes"]) {
         if let Some(claim) = pod_refs::volume_claim_name(pod_name, volume) {
             push(RefKind::Pvc, &claim);
         }
@@ -347,20 +348,20 @@ fn pod_references(pod: &Value) -> Vec<(RefKind, Box<str>)> {
 /// The secrets the kubelet uses for a PV (Kubernetes' `VisitPVSecretNames`, kubelet-visible
 /// ones only), with their namespaces: the reference's namespace, else the claim's.
 fn pv_secrets(pv: &Value) -> Vec<(String, String)> {
-    let spec = json::get(pv, &["spec"]).unwrap_or(&Value::Null);
-    let claim_namespace = json::string(spec, &["claimRef", "namespace"]);
+    let spec = json::at(pv, &["spec"]).unwrap_or(&Value::Null);
+    let claim_namespace = json::str_at(spec, &["claimRef", "namespace"]);
     let mut out = Vec::new();
     let mut push =
         |namespace: &str, name: &str| out.push((namespace.to_string(), name.to_string()));
     let reference = |source: &Value, key: &str| -> Option<(String, String)> {
-        let r = json::object(source, &[key])?;
+        let r = json::map_at(source, &[key])?;
         let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("").to_string();
         Some((field("namespace"), field("name")))
     };
-    if json::object(spec, &["azureFile"]).is_some() {
+    if json::map_at(spec, &["azureFile"]).is_some() {
         let source = &spec["azureFile"];
-        let name = json::string(source, &["secretName"]);
-        let namespace = json::str_at(source, &["secretNamespace"])
+        let name = json::str_at(source, &["secretName"]);
+        let namespace = json::opt_str(source, &["secretNamespace"])
             .filter(|n| !n.is_empty())
             .unwrap_or(claim_namespace);
         if !name.is_empty() {
@@ -368,7 +369,7 @@ fn pv_secrets(pv: &Value) -> Vec<(String, String)> {
         }
     } else if let Some(key) = ["cephfs", "flexVolume", "rbd", "scaleIO", "iscsi"]
         .into_iter()
-        .find(|key| json::object(spec, &[key]).is_some())
+        .find(|key| json::map_at(spec, &[key]).is_some())
     {
         // These default the secret's namespace to the claim's.
         if let Some((namespace, name)) = reference(&spec[key], "secretRef") {
@@ -381,12 +382,12 @@ fn pv_secrets(pv: &Value) -> Vec<(String, String)> {
         }
     } else if let Some(key) = ["cinder", "storageos"]
         .into_iter()
-        .find(|key| json::object(spec, &[key]).is_some())
+        .find(|key| json::map_at(spec, &[key]).is_some())
     {
         if let Some((namespace, name)) = reference(&spec[key], "secretRef") {
             push(&namespace, &name);
         }
-    } else if json::object(spec, &["csi"]).is_some() {
+    } else if json::map_at(spec, &["csi"]).is_some() {
         for key in [
             "nodePublishSecretRef",
             "nodeStageSecretRef",

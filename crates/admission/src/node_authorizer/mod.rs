@@ -124,7 +124,7 @@ impl NodeGraph {
     pub fn delete(&mut self, resource: &str, object: &Value) {
         self.delete_named(
             resource,
-            crate::json::string(object, &["metadata", "namespace"]),
+            kyb_apimachinery::json::str_at(object, &["metadata", "namespace"]),
             json_name(object),
         );
     }
@@ -170,7 +170,7 @@ impl NodeGraph {
         if node.is_empty() {
             return Decision::NoOpinion(format!(
                 "unknown node for user {}",
-                kyb_api::gofmt::quote(user)
+                kyb_apimachinery::gofmt::quote(user)
             ));
         }
         let a = attributes;
@@ -411,7 +411,7 @@ fn node_object(node: &str, a: &RequestAttributes<'_>) -> Decision {
 }
 
 fn json_name(object: &Value) -> &str {
-    crate::json::string(object, &["metadata", "name"])
+    kyb_apimachinery::json::str_at(object, &["metadata", "name"])
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@
 
 use super::{NodeRequest, object};
 use crate::denial::Denial;
-use crate::json;
 use kyb_api::Operation;
+use kyb_apimachinery::json;
 
 /// The signer of kubelet serving certificates.
 pub const KUBELET_SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
@@ -19,13 +19,13 @@ pub(super) fn admit_csr(node: &str, request: &NodeRequest<'_>) -> Result<(), Den
         return Ok(());
     }
     let csr = object(request.object)?;
-    let signer = json::string(csr, &["spec", "signerName"]);
+    let signer = json::str_at(csr, &["spec", "signerName"]);
     if signer != KUBELET_SERVING_SIGNER && signer != KUBE_APISERVER_CLIENT_KUBELET_SIGNER {
         return Ok(());
     }
-    let common_name = json::str_at(csr, &["spec", "request"])
+    let common_name = json::opt_str(csr, &["spec", "request"])
         .ok_or(CsrError::NotPem)
-        .and_then(|encoded| base64_decode(encoded).ok_or(CsrError::NotPem))
+        .and_then(|encoded| kyb_apimachinery::base64::decode(encoded).map_err(|_| CsrError::NotPem))
         .and_then(|pem| request_common_name(&pem));
     let common_name = match common_name {
         Ok(cn) => cn,
@@ -69,40 +69,7 @@ fn pem_block(pem: &[u8], label: &str) -> Option<Vec<u8>> {
         .lines()
         .filter(|line| !line.contains(':'))
         .collect();
-    base64_decode(&body)
-}
-
-/// Standard base64 with optional padding, ignoring ASCII whitespace.
-fn base64_decode(text: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let mut buffer = 0u32;
-    let mut bits = 0u32;
-    let mut padding = false;
-    for byte in text.bytes() {
-        let value = match byte {
-            b'A'..=b'Z' => byte - b'A',
-            b'a'..=b'z' => byte - b'a' + 26,
-            b'0'..=b'9' => byte - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            b'=' => {
-                padding = true;
-                continue;
-            }
-            b' ' | b'\t' | b'\r' | b'\n' => continue,
-            _ => return None,
-        };
-        if padding {
-            return None;
-        }
-        buffer = (buffer << 6) | u32::from(value);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push(((buffer >> bits) & 0xff) as u8);
-        }
-    }
-    Some(out)
+    kyb_apimachinery::base64::decode_pem_body(&body).ok()
 }
 
 /// One DER element: its tag, contents, and what follows it.
@@ -220,22 +187,7 @@ mod tests {
     }
 
     fn base64(bytes: &[u8]) -> String {
-        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut out = String::new();
-        for chunk in bytes.chunks(3) {
-            let n = chunk
-                .iter()
-                .enumerate()
-                .fold(0u32, |acc, (i, b)| acc | (u32::from(*b) << (16 - 8 * i)));
-            for i in 0..4 {
-                if i <= chunk.len() {
-                    out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-                } else {
-                    out.push('=');
-                }
-            }
-        }
-        out
+        kyb_apimachinery::base64::encode(bytes)
     }
 
     /// A syntactically valid CSR whose subject has O=system:nodes and the given CNs.
@@ -329,8 +281,11 @@ mod tests {
             ),
             Err(CsrError::Malformed)
         );
-        assert_eq!(base64_decode("aGk=").unwrap(), b"hi");
-        assert!(base64_decode("a*").is_none());
+        assert_eq!(
+            kyb_apimachinery::base64::decode_pem_body("aGk=").unwrap(),
+            b"hi"
+        );
+        assert!(kyb_apimachinery::base64::decode_pem_body("a*").is_err());
     }
 
     #[test]

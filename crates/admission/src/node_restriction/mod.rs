@@ -127,7 +127,7 @@ pub fn node_restriction(request: &NodeRequest<'_>, lookup: &dyn Lookup) -> Resul
 
 /// Go's `%q` of a string.
 fn quote(s: &str) -> String {
-    kyb_api::gofmt::quote(s)
+    kyb_apimachinery::gofmt::quote(s)
 }
 
 /// `unexpected type <T>` for a missing or malformed object.

@@ -9,8 +9,8 @@ use serde_json::{Map, Value};
 
 use super::{NodeRequest, object, quote};
 use crate::denial::Denial;
-use crate::json;
 use kyb_api::Operation;
+use kyb_apimachinery::json;
 
 /// The label namespace reserved for labels only administrators set on nodes.
 pub const LABEL_NAMESPACE_NODE_RESTRICTION: &str = "node-restriction.kubernetes.io";
@@ -60,21 +60,22 @@ pub(super) fn admit_node(node: &str, request: &NodeRequest<'_>) -> Result<(), De
         Operation::Update => {
             let new = object(request.object)?;
             let old = object(request.old_object)?;
-            let config_source = |n| json::get(n, &["spec", "configSource"]);
-            if has_config_source(new) && !json::semantic_eq(config_source(new), config_source(old))
+            let config_source = |n| json::field_at(n, &["spec", "configSource"]);
+            if has_config_source(new)
+                && !kyb_apimachinery::equality::semantic_eq(config_source(new), config_source(old))
             {
                 return Err(Denial::Forbidden(format!(
                     "node {q} is not allowed to update configSource to a new non-nil configSource"
                 )));
             }
-            let taints = |n| json::get(n, &["spec", "taints"]);
-            if !json::semantic_eq(taints(new), taints(old)) {
+            let taints = |n| json::field_at(n, &["spec", "taints"]);
+            if !kyb_apimachinery::equality::semantic_eq(taints(new), taints(old)) {
                 return Err(Denial::Forbidden(format!(
                     "node {q} is not allowed to modify taints"
                 )));
             }
-            let owners = |n| json::get(n, &["metadata", "ownerReferences"]);
-            if !json::semantic_eq(owners(new), owners(old)) {
+            let owners = |n| json::field_at(n, &["metadata", "ownerReferences"]);
+            if !kyb_apimachinery::equality::semantic_eq(owners(new), owners(old)) {
                 return Err(Denial::Forbidden(format!(
                     "node {q} is not allowed to modify ownerReferences"
                 )));
@@ -93,11 +94,11 @@ pub(super) fn admit_node(node: &str, request: &NodeRequest<'_>) -> Result<(), De
 }
 
 fn has_config_source(node: &Value) -> bool {
-    json::get(node, &["spec", "configSource"]).is_some_and(|v| !v.is_null())
+    json::at(node, &["spec", "configSource"]).is_some_and(|v| !v.is_null())
 }
 
 fn labels(node: &Value) -> Option<&Map<String, Value>> {
-    json::object(node, &["metadata", "labels"])
+    json::map_at(node, &["metadata", "labels"])
 }
 
 /// The changed label keys (added, removed or with another value) a node may not change,

@@ -6,8 +6,8 @@ use serde_json::Value;
 
 use super::{NodeRequest, object, quote};
 use crate::denial::Denial;
-use crate::json;
 use kyb_api::Operation;
+use kyb_apimachinery::json;
 
 /// The namespace of node heartbeat leases.
 pub const NAMESPACE_NODE_LEASE: &str = "kube-node-lease";
@@ -66,7 +66,8 @@ fn comparable_pvc(pvc: &Value) -> Value {
     pvc
 }
 
-/// The dotted paths where two values differ semantically (see [`json::semantic_eq`]);
+/// The dotted paths where two values differ semantically (see
+/// [`kyb_apimachinery::equality`]);
 /// `map` when the values are Go maps.
 fn changed_paths(
     a: Option<&Value>,
@@ -75,7 +76,13 @@ fn changed_paths(
     path: &mut String,
     out: &mut Vec<String>,
 ) {
-    if json::semantic_eq_as(a, b, map) {
+    let (x, y) = (a.unwrap_or(&json::NULL), b.unwrap_or(&json::NULL));
+    let equal = if map {
+        kyb_apimachinery::equality::semantic_eq_map(x, y)
+    } else {
+        kyb_apimachinery::equality::semantic_eq(x, y)
+    };
+    if equal {
         return;
     }
     if let (Some(Value::Object(x)), Some(Value::Object(y))) = (a, b) {
@@ -90,7 +97,7 @@ fn changed_paths(
             changed_paths(
                 x.get(key),
                 y.get(key),
-                !map && json::is_map_field(key),
+                !map && kyb_apimachinery::equality::is_map_field(key),
                 path,
                 out,
             );
@@ -112,7 +119,7 @@ pub(super) fn admit_lease(node: &str, request: &NodeRequest<'_>) -> Result<(), D
         )));
     }
     let name = if request.operation == Operation::Create {
-        json::string(object(request.object)?, &["metadata", "name"])
+        json::str_at(object(request.object)?, &["metadata", "name"])
     } else {
         request.name
     };
@@ -152,7 +159,7 @@ pub(super) fn admit_resource_slice(node: &str, request: &NodeRequest<'_>) -> Res
     match request.operation {
         Operation::Create => {
             let slice = object(request.object)?;
-            if json::string(slice, &["spec", "nodeName"]) != node {
+            if json::str_at(slice, &["spec", "nodeName"]) != node {
                 return Err(Denial::forbidden(
                     "can only create ResourceSlice with the same NodeName as the requesting node",
                 ));
@@ -160,7 +167,7 @@ pub(super) fn admit_resource_slice(node: &str, request: &NodeRequest<'_>) -> Res
         }
         Operation::Delete => {
             let slice = object(request.old_object)?;
-            if json::string(slice, &["spec", "nodeName"]) != node {
+            if json::str_at(slice, &["spec", "nodeName"]) != node {
                 return Err(Denial::forbidden(
                     "can only delete ResourceSlice with the same NodeName as the requesting node",
                 ));

@@ -7,9 +7,10 @@ use serde_json::Value;
 
 use super::{Lookup, NodeRequest, object, quote, unexpected_type};
 use crate::denial::Denial;
+use crate::pod_refs;
 use crate::service_account::{MIRROR_POD_ANNOTATION, is_mirror_pod};
-use crate::{json, pod_refs};
 use kyb_api::Operation;
+use kyb_apimachinery::json;
 
 fn pod_not_found(name: &str) -> Denial {
     Denial::NotFound {
@@ -20,7 +21,7 @@ fn pod_not_found(name: &str) -> Denial {
 }
 
 fn node_name_of(pod: &Value) -> &str {
-    json::string(pod, &["spec", "nodeName"])
+    json::str_at(pod, &["spec", "nodeName"])
 }
 
 /// Pods without a subresource: create (mirror pods) and delete.
@@ -70,7 +71,7 @@ fn admit_pod_create(
             "node {q} can only create pods with spec.nodeName set to itself"
         ));
     }
-    let owners = json::array(pod, &["metadata", "ownerReferences"]);
+    let owners = json::items(pod, &["metadata", "ownerReferences"]);
     match owners {
         [] => {
             return forbid(format!(
@@ -78,20 +79,20 @@ fn admit_pod_create(
             ));
         }
         [owner] => {
-            if json::string(owner, &["apiVersion"]) != "v1"
-                || json::string(owner, &["kind"]) != "Node"
-                || json::string(owner, &["name"]) != node
+            if json::str_at(owner, &["apiVersion"]) != "v1"
+                || json::str_at(owner, &["kind"]) != "Node"
+                || json::str_at(owner, &["name"]) != node
             {
                 return forbid(format!(
                     "node {q} can only create pods with an owner reference set to itself"
                 ));
             }
-            if json::bool_at(owner, &["controller"]) != Some(true) {
+            if json::opt_bool(owner, &["controller"]) != Some(true) {
                 return forbid(format!(
                     "node {q} can only create pods with a controller owner reference set to itself"
                 ));
             }
-            if json::bool_at(owner, &["blockOwnerDeletion"]) == Some(true) {
+            if json::opt_bool(owner, &["blockOwnerDeletion"]) == Some(true) {
                 return forbid(format!(
                     "node {q} must not set blockOwnerDeletion on an owner reference"
                 ));
@@ -101,8 +102,8 @@ fn admit_pod_create(
                 resource: "node",
                 name: node.to_string(),
             })?;
-            let owner_uid = json::string(owner, &["uid"]);
-            let node_uid = json::string(&node_object, &["metadata", "uid"]);
+            let owner_uid = json::str_at(owner, &["uid"]);
+            let node_uid = json::str_at(&node_object, &["metadata", "uid"]);
             if owner_uid != node_uid {
                 return forbid(format!(
                     "node {node} UID mismatch: expected {owner_uid} got {node_uid}"
@@ -115,8 +116,8 @@ fn admit_pod_create(
             ));
         }
     }
-    let spec = json::get(pod, &["spec"]).unwrap_or(&Value::Null);
-    if !json::string(spec, &["serviceAccountName"]).is_empty() {
+    let spec = json::at(pod, &["spec"]).unwrap_or(&Value::Null);
+    if !json::str_at(spec, &["serviceAccountName"]).is_empty() {
         return forbid(format!(
             "node {q} can not create pods that reference a service account"
         ));
@@ -131,9 +132,9 @@ fn admit_pod_create(
             "node {q} can not create pods that reference configmaps"
         ));
     }
-    let volumes = json::array(spec, &["volumes"]);
+    let volumes = json::items(spec, &["volumes"]);
     let uses_trust_bundle = volumes.iter().any(|v| {
-        json::array(v, &["projected", "sources"])
+        json::items(v, &["projected", "sources"])
             .iter()
             .any(|s| s.get("clusterTrustBundle").is_some_and(Value::is_object))
     });
@@ -150,7 +151,7 @@ fn admit_pod_create(
             "node {q} can not create pods that reference persistentvolumeclaims"
         ));
     }
-    if !json::array(spec, &["resourceClaims"]).is_empty() {
+    if !json::items(spec, &["resourceClaims"]).is_empty() {
         return forbid(format!(
             "node {q} can not create pods that reference resourceclaims"
         ));
@@ -175,8 +176,8 @@ pub(super) fn admit_pod_status(node: &str, request: &NodeRequest<'_>) -> Result<
         )));
     }
     let new = object(request.object)?;
-    let labels = |pod| json::get(pod, &["metadata", "labels"]);
-    if !json::semantic_eq_as(labels(old), labels(new), true) {
+    let labels = |pod| json::field_at(pod, &["metadata", "labels"]);
+    if !kyb_apimachinery::equality::semantic_eq_map(labels(old), labels(new)) {
         return Err(Denial::Forbidden(format!(
             "node {q} cannot update labels through pod status"
         )));
@@ -191,13 +192,13 @@ pub(super) fn admit_pod_status(node: &str, request: &NodeRequest<'_>) -> Result<
 
 /// Same entries in the same order: names, and claim names (set or not, and equal).
 fn resource_claim_statuses_equal(old: &Value, new: &Value) -> bool {
-    let a = json::array(old, &["status", "resourceClaimStatuses"]);
-    let b = json::array(new, &["status", "resourceClaimStatuses"]);
+    let a = json::items(old, &["status", "resourceClaimStatuses"]);
+    let b = json::items(new, &["status", "resourceClaimStatuses"]);
     a.len() == b.len()
         && a.iter().zip(b).all(|(x, y)| {
-            json::string(x, &["name"]) == json::string(y, &["name"])
-                && json::str_at(x, &["resourceClaimName"])
-                    == json::str_at(y, &["resourceClaimName"])
+            json::str_at(x, &["name"]) == json::str_at(y, &["name"])
+                && json::opt_str(x, &["resourceClaimName"])
+                    == json::opt_str(y, &["resourceClaimName"])
         })
 }
 
@@ -218,7 +219,7 @@ pub(super) fn admit_eviction(
         .filter(|o| o.is_object())
         .ok_or_else(|| unexpected_type(request.object))?;
     let pod_name = if request.name.is_empty() {
-        json::string(eviction, &["metadata", "name"])
+        json::str_at(eviction, &["metadata", "name"])
     } else {
         request.name
     };

@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use super::{Lookup, NodeRequest, object, quote};
 use crate::denial::Denial;
-use crate::{json, pod_refs};
+use crate::pod_refs;
 use kyb_api::Operation;
+use kyb_apimachinery::json;
 
 /// The verb of the authorization check that lets a node request other audiences.
 pub const REQUEST_TOKEN_AUDIENCE_VERB: &str = "request-serviceaccounts-token-audience";
@@ -65,7 +66,7 @@ pub(super) fn admit_service_account(
         return Ok(());
     }
     let token_request = object(request.object)?;
-    let bound = json::object(token_request, &["spec", "boundObjectRef"]);
+    let bound = json::map_at(token_request, &["spec", "boundObjectRef"]);
     let field = |key: &str| {
         bound
             .and_then(|b| b.get(key))
@@ -93,12 +94,12 @@ pub(super) fn admit_service_account(
             resource: "pod",
             name: pod_name.to_string(),
         })?;
-    if uid != json::string(&pod, &["metadata", "uid"]) {
+    if uid != json::str_at(&pod, &["metadata", "uid"]) {
         return Err(Denial::Forbidden(format!(
             "the UID in the bound object reference ({uid}) does not match the UID in record. The object might have been deleted and then recreated"
         )));
     }
-    if json::string(&pod, &["spec", "nodeName"]) != node {
+    if json::str_at(&pod, &["spec", "nodeName"]) != node {
         return Err(Denial::forbidden(
             "node requested token bound to a pod scheduled on a different node",
         ));
@@ -113,7 +114,7 @@ fn validate_audience(
     pod: &Value,
     lookup: &dyn Lookup,
 ) -> Result<(), Denial> {
-    let audience = match json::array(token_request, &["spec", "audiences"]) {
+    let audience = match json::items(token_request, &["spec", "audiences"]) {
         [] => "",
         [one] => one.as_str().unwrap_or(""),
         _ => return Err(Denial::forbidden("node may only request 0 or 1 audiences")),
@@ -151,26 +152,26 @@ fn pod_references_audience(
     audience: &str,
     lookup: &dyn Lookup,
 ) -> Result<bool, String> {
-    let namespace = json::string(pod, &["metadata", "namespace"]);
-    let pod_name = json::string(pod, &["metadata", "name"]);
+    let namespace = json::str_at(pod, &["metadata", "namespace"]);
+    let pod_name = json::str_at(pod, &["metadata", "name"]);
     let mut errors = Vec::new();
-    for volume in json::array(pod, &["spec", "volumes"]) {
-        let projected = json::array(volume, &["projected", "sources"])
+    for volume in json::items(pod, &["spec", "volumes"]) {
+        let projected = json::items(volume, &["projected", "sources"])
             .iter()
             .any(|s| {
-                json::object(s, &["serviceAccountToken"]).is_some_and(|t| {
+                json::map_at(s, &["serviceAccountToken"]).is_some_and(|t| {
                     t.get("audience").and_then(Value::as_str).unwrap_or("") == audience
                 })
             });
         if projected {
             return Ok(true);
         }
-        let driver = if json::object(volume, &["ephemeral", "volumeClaimTemplate"]).is_some()
-            || json::object(volume, &["persistentVolumeClaim"]).is_some()
+        let driver = if json::map_at(volume, &["ephemeral", "volumeClaimTemplate"]).is_some()
+            || json::map_at(volume, &["persistentVolumeClaim"]).is_some()
         {
             let claim = pod_refs::volume_claim_name(pod_name, volume).unwrap_or_default();
             driver_from_claim(namespace, &claim, lookup)
-        } else if let Some(csi) = json::object(volume, &["csi"]) {
+        } else if let Some(csi) = json::map_at(volume, &["csi"]) {
             Ok(csi
                 .get("driver")
                 .and_then(Value::as_str)
@@ -193,9 +194,9 @@ fn pod_references_audience(
                 quote(&driver)
             )),
             Some(csi_driver) => {
-                let requested = json::array(&csi_driver, &["spec", "tokenRequests"])
+                let requested = json::items(&csi_driver, &["spec", "tokenRequests"])
                     .iter()
-                    .any(|t| json::string(t, &["audience"]) == audience);
+                    .any(|t| json::str_at(t, &["audience"]) == audience);
                 if requested {
                     return Ok(true);
                 }
@@ -214,15 +215,15 @@ fn driver_from_claim(namespace: &str, claim: &str, lookup: &dyn Lookup) -> Resul
     let pvc = lookup
         .persistent_volume_claim(namespace, claim)
         .ok_or_else(|| format!("persistentvolumeclaim {} not found", quote(claim)))?;
-    let volume_name = json::string(&pvc, &["spec", "volumeName"]);
+    let volume_name = json::str_at(&pvc, &["spec", "volumeName"]);
     if volume_name.is_empty() {
         return Ok(String::new());
     }
     let pv = lookup
         .persistent_volume(volume_name)
         .ok_or_else(|| format!("persistentvolume {} not found", quote(volume_name)))?;
-    let spec = json::get(&pv, &["spec"]).unwrap_or(&Value::Null);
-    if let Some(driver) = json::str_at(spec, &["csi", "driver"]) {
+    let spec = json::at(&pv, &["spec"]).unwrap_or(&Value::Null);
+    if let Some(driver) = json::opt_str(spec, &["csi", "driver"]) {
         return Ok(driver.to_string());
     }
     Ok(migrated_driver(spec).unwrap_or_default().to_string())
@@ -232,7 +233,7 @@ fn driver_from_claim(namespace: &str, claim: &str, lookup: &dyn Lookup) -> Resul
 fn migrated_driver(source: &Value) -> Option<&'static str> {
     MIGRATED_DRIVERS
         .iter()
-        .find(|(key, _)| json::object(source, &[key]).is_some())
+        .find(|(key, _)| json::map_at(source, &[key]).is_some())
         .map(|(_, driver)| *driver)
 }
 

@@ -50,12 +50,12 @@ impl ServiceAccount {
             attributes.subresource,
             pod,
         )?;
-        let cache = &context.server.cache;
+        let cache = &context.engine.cache;
         let namespace = attributes.namespace;
         if let Some(account) = cache.lookup_shared("", "serviceaccounts", Some(namespace), name) {
             return Some(account);
         }
-        context.server.fresh().await;
+        context.engine.fresh().await;
         let deadline = tokio::time::Instant::now() + ACCOUNT_WAIT;
         loop {
             if let Some(account) = cache.lookup_shared("", "serviceaccounts", Some(namespace), name)
@@ -140,7 +140,7 @@ impl CacheLookup<'_> {
         name: &str,
     ) -> Option<Cow<'_, Value>> {
         self.context
-            .server
+            .engine
             .cache
             .lookup(group, plural, namespace, name)
             .map(Cow::Owned)
@@ -170,7 +170,7 @@ impl kyb_admission::Lookup for CacheLookup<'_> {
 
     fn authorize_token_audience(&self, check: &kyb_admission::TokenAudienceCheck<'_>) -> bool {
         self.context
-            .server
+            .engine
             .authorizer
             .decide(&check.attributes())
             .is_allowed()
@@ -263,7 +263,7 @@ impl Plugin for Priority {
         }
         let classes =
             context
-                .server
+                .engine
                 .cache
                 .objects_shared("scheduling.k8s.io", "priorityclasses", None);
         kyb_admission::priority::admit_pod(
@@ -286,7 +286,7 @@ impl Plugin for Priority {
             return Ok(());
         }
         let classes = context
-            .server
+            .engine
             .cache
             .objects("scheduling.k8s.io", "priorityclasses", None);
         kyb_admission::priority::validate_priority_class(attributes.operation, class, &classes)
@@ -346,7 +346,7 @@ impl Plugin for DefaultStorageClass {
     ) -> Result<(), Status> {
         let Some(claim) = object else { return Ok(()) };
         let classes = context
-            .server
+            .engine
             .cache
             .objects("storage.k8s.io", "storageclasses", None);
         kyb_admission::default_storage_class::admit(claim, &classes)

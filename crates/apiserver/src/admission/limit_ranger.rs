@@ -13,7 +13,7 @@ pub struct LimitRanger;
 impl LimitRanger {
     fn limit_ranges(context: &Context<'_>, attributes: &Attributes<'_>) -> Vec<Value> {
         context
-            .server
+            .engine
             .cache
             .objects("", "limitranges", Some(attributes.namespace))
     }

@@ -27,8 +27,8 @@ mod rules;
 mod webhook;
 
 use crate::auth::User;
+use crate::engine::Engine;
 use crate::rest::Call;
-use crate::server::Server;
 use async_trait::async_trait;
 use kyb_api::{ResourceDef, Status};
 use serde_json::Value;
@@ -72,7 +72,7 @@ impl Attributes<'_> {
 /// What plugins may use besides the request: the server (its cache and configuration) and
 /// the call (warnings for the client).
 pub struct Context<'a> {
-    pub server: &'a Server,
+    pub engine: &'a Engine,
     pub call: &'a Call<'a>,
 }
 
@@ -196,10 +196,10 @@ pub async fn mutate(
     mut object: Option<&mut Value>,
 ) -> Result<(), Status> {
     let context = Context {
-        server: call.server,
+        engine: call.engine,
         call,
     };
-    for plugin in &call.server.admission.plugins {
+    for plugin in &call.engine.admission.plugins {
         if plugin.handles(attributes) {
             plugin
                 .admit(&context, attributes, object.as_deref_mut())
@@ -216,10 +216,10 @@ pub async fn validate(
     object: Option<&Value>,
 ) -> Result<(), Status> {
     let context = Context {
-        server: call.server,
+        engine: call.engine,
         call,
     };
-    for plugin in &call.server.admission.plugins {
+    for plugin in &call.engine.admission.plugins {
         if plugin.handles(attributes) {
             plugin.validate(&context, attributes, object).await?;
         }
@@ -235,7 +235,7 @@ pub fn forbidden(attributes: &Attributes<'_>, why: impl std::fmt::Display) -> St
     } else {
         format!(
             "{resource} {} is forbidden: {why}",
-            kyb_api::gofmt::quote(attributes.name)
+            kyb_apimachinery::gofmt::quote(attributes.name)
         )
     };
     Status::forbidden(message).with_details(

@@ -40,13 +40,15 @@ impl Plugin for PodSecurity {
             None
         } else {
             context
-                .server
+                .engine
                 .cache
                 .lookup_shared("", "namespaces", None, attributes.namespace)
         };
-        let namespace_labels = namespace_object.as_deref().and_then(kyb_api::meta::labels);
+        let namespace_labels = namespace_object
+            .as_deref()
+            .and_then(kyb_apimachinery::meta::labels);
         let name = object
-            .and_then(kyb_api::meta::name)
+            .and_then(kyb_apimachinery::meta::name)
             .unwrap_or(attributes.name);
         // Kubernetes' request info names a namespace only on its updates.
         let request_namespace = match (is_namespace, attributes.operation) {
@@ -85,7 +87,7 @@ impl Plugin for PodSecurity {
         }
         if let Some(level) = decision.check_existing_pods {
             let pods = context
-                .server
+                .engine
                 .cache
                 .objects("", "pods", Some(attributes.name));
             for warning in kyb_podsecurity::check_namespace_pods(

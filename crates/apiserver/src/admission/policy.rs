@@ -14,9 +14,10 @@ use super::rules::{self, Rule};
 use super::{Attributes, Context, Plugin};
 use crate::auth::User;
 use async_trait::async_trait;
-use kyb_api::labels::Selector;
+use kyb_api::Status;
 use kyb_api::registry::ResourceDef;
-use kyb_api::{Status, meta};
+use kyb_apimachinery::labels::Selector;
+use kyb_apimachinery::meta;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -58,8 +59,9 @@ impl Match {
         object: Option<&Value>,
         namespace: &dyn Fn(&str) -> Option<Value>,
     ) -> Option<&'static ResourceDef> {
-        let name = kyb_api::meta::name(object.or(attributes.old_object).unwrap_or(&Value::Null))
-            .unwrap_or(attributes.name);
+        let name =
+            kyb_apimachinery::meta::name(object.or(attributes.old_object).unwrap_or(&Value::Null))
+                .unwrap_or(attributes.name);
         let covers = |list: &[Rule], def: &ResourceDef| {
             list.iter().any(|rule| {
                 rule.matches(
@@ -136,7 +138,7 @@ pub struct ValidatingAdmissionPolicy {
 
 impl ValidatingAdmissionPolicy {
     fn snapshot(&self, context: &Context<'_>) -> Arc<Snapshot> {
-        let cache = &context.server.cache;
+        let cache = &context.engine.cache;
         const GROUP: &str = "admissionregistration.k8s.io";
         let revision = |plural: &str| {
             kyb_api::registry::find_stored(GROUP, plural)
@@ -246,7 +248,7 @@ impl kyb_cel::Authorizer for CelAuthorizer<'_> {
             .with_name(&r.name)
             .with_subresource(&r.subresource),
         };
-        let decision = self.context.server.authorizer.decide(&asked);
+        let decision = self.context.engine.authorizer.decide(&asked);
         if decision.is_allowed() {
             kyb_cel::AuthzDecision::allow(decision.reason())
         } else {
@@ -294,7 +296,7 @@ impl ValidatingAdmissionPolicy {
             }
             None => None,
         };
-        let cache = &context.server.cache;
+        let cache = &context.engine.cache;
         let found: Vec<Value> = match reference["name"].as_str().filter(|n| !n.is_empty()) {
             Some(name) => cache
                 .lookup(def.group, def.plural, namespace.as_deref(), name)
@@ -347,7 +349,7 @@ impl ValidatingAdmissionPolicy {
             Err(_) if fail_open => return Ok(()),
             Err(message) => return Err(refuse(message, 403)),
         };
-        let cache = &context.server.cache;
+        let cache = &context.engine.cache;
         let namespace_object = (!attributes.namespace.is_empty())
             .then(|| cache.lookup("", "namespaces", None, attributes.namespace))
             .flatten();
@@ -429,7 +431,7 @@ impl Plugin for ValidatingAdmissionPolicy {
         if snapshot.bindings.is_empty() {
             return Ok(());
         }
-        let cache = &context.server.cache;
+        let cache = &context.engine.cache;
         let namespace = |ns: &str| cache.lookup("", "namespaces", None, ns);
         let mut outcome = Outcome::default();
         for binding in &snapshot.bindings {

@@ -34,13 +34,13 @@ impl Plugin for RbacEscalation {
         let mut object = object.clone();
         object["kind"] = attributes.resource.kind.into();
         let user = attributes.user;
-        let decision = context.server.authorizer.rbac.with_policy(|policy| {
+        let decision = context.engine.authorizer.rbac.with_policy(|policy| {
             policy.check_write(&user.name, &user.groups, &object, attributes.old_object)
         });
         match decision {
             Some(Ok(())) => Ok(()),
             Some(Err(refusal)) => {
-                let name = kyb_api::meta::name(&object).unwrap_or(attributes.name);
+                let name = kyb_apimachinery::meta::name(&object).unwrap_or(attributes.name);
                 Err(
                     Status::forbidden(refusal.status_message(attributes.resource.plural, name))
                         .with_details(kyb_rbac::RBAC_GROUP, attributes.resource.plural, name),

@@ -11,11 +11,12 @@
 //! quota update instead of contending for it.
 
 use super::{Attributes, Context, Operation, Plugin};
-use crate::request::Verb;
-use crate::server::Server;
+use crate::engine::Engine;
 use async_trait::async_trait;
+use kyb_api::Status;
 use kyb_api::registry::Subresource;
-use kyb_api::{Status, meta};
+use kyb_apimachinery::meta;
+use kyb_serving::Verb;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -64,9 +65,9 @@ impl Plugin for ResourceQuota {
         attributes: &Attributes<'_>,
         object: Option<&Value>,
     ) -> Result<(), Status> {
-        let server = context.server;
+        let engine = context.engine;
         let (group, resource) = (attributes.resource.group, attributes.resource.plural);
-        let quotas = server
+        let quotas = engine
             .cache
             .objects("", "resourcequotas", Some(attributes.namespace));
         if quotas.is_empty() || !kyb_quota::may_affect(&quotas, group, resource) {
@@ -112,11 +113,11 @@ impl Plugin for ResourceQuota {
             }
         };
         if start_worker {
-            let Some(server) = server.self_ref() else {
+            let Some(engine) = engine.self_ref() else {
                 return Err(Status::internal("the server is shutting down"));
             };
             tokio::spawn(work(
-                server,
+                engine,
                 self.queues.clone(),
                 attributes.namespace.to_string(),
             ));
@@ -137,7 +138,7 @@ fn refusal(error: &kyb_quota::QuotaError, group: &str, resource: &str, name: &st
 
 /// Decides the batches of one namespace until its queue is empty.
 async fn work(
-    server: Arc<Server>,
+    engine: Arc<Engine>,
     queues: Arc<Mutex<HashMap<String, Vec<Pending>>>>,
     namespace: String,
 ) {
@@ -154,7 +155,7 @@ async fn work(
                 }
             }
         };
-        let decisions = decide(&server, &namespace, &batch).await;
+        let decisions = decide(&engine, &namespace, &batch).await;
         for (pending, decision) in batch.into_iter().zip(decisions) {
             let _ = pending.decided.send(decision);
         }
@@ -164,13 +165,13 @@ async fn work(
 /// Decides a batch in order, each write against the usage the earlier ones added, and
 /// records the new usage with one compare-and-swap per affected quota; on a conflict the
 /// whole batch is decided again from the quotas as they now are.
-async fn decide(server: &Server, namespace: &str, batch: &[Pending]) -> Vec<Result<(), Status>> {
+async fn decide(engine: &Engine, namespace: &str, batch: &[Pending]) -> Vec<Result<(), Status>> {
     let failed = |status: Status| batch.iter().map(|_| Err(status.clone())).collect();
     let Some(def) = kyb_api::registry::find_stored("", "resourcequotas") else {
         return failed(Status::internal("resourcequotas is not registered"));
     };
     let call = match crate::rest::internal_call(
-        server,
+        engine,
         def,
         Verb::Update,
         Some(namespace),
@@ -179,7 +180,7 @@ async fn decide(server: &Server, namespace: &str, batch: &[Pending]) -> Vec<Resu
         Ok(call) => call,
         Err(status) => return failed(status),
     };
-    let mut quotas = server.cache.objects("", "resourcequotas", Some(namespace));
+    let mut quotas = engine.cache.objects("", "resourcequotas", Some(namespace));
     for _ in 0..ATTEMPTS {
         let original: HashMap<String, String> = quotas
             .iter()
@@ -245,8 +246,8 @@ async fn decide(server: &Server, namespace: &str, batch: &[Pending]) -> Vec<Resu
             return decisions;
         }
         // Another writer got there first: read the quotas as they are now and decide again.
-        server.fresh().await;
-        quotas = server.cache.objects("", "resourcequotas", Some(namespace));
+        engine.fresh().await;
+        quotas = engine.cache.objects("", "resourcequotas", Some(namespace));
     }
     failed(Status::internal(format!(
         "too many concurrent updates to the resource quotas of namespace {namespace}"

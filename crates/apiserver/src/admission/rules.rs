@@ -4,7 +4,7 @@
 //! them for webhooks and for ValidatingAdmissionPolicies' `matchConstraints`.
 
 use super::{Attributes, Operation};
-use kyb_api::labels::Selector;
+use kyb_apimachinery::labels::Selector;
 use serde_json::{Map, Value};
 
 /// One of a webhook's `rules` or a policy's `resourceRules`.
@@ -101,7 +101,11 @@ pub fn namespace_labels(
     object: Option<&Value>,
     lookup: impl Fn(&str) -> Option<Value>,
 ) -> Option<Map<String, Value>> {
-    let labels = |v: &Value| kyb_api::meta::labels(v).cloned().unwrap_or_default();
+    let labels = |v: &Value| {
+        kyb_apimachinery::meta::labels(v)
+            .cloned()
+            .unwrap_or_default()
+    };
     if attributes.resource.group.is_empty() && attributes.resource.plural == "namespaces" {
         return Some(
             object
@@ -128,7 +132,7 @@ pub fn object_matches(selector: &Selector, object: Option<&Value>, old: Option<&
     [object, old]
         .into_iter()
         .flatten()
-        .any(|o| selector.matches(kyb_api::meta::labels(o)))
+        .any(|o| selector.matches(kyb_apimachinery::meta::labels(o)))
 }
 
 #[cfg(test)]

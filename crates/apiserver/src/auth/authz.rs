@@ -7,12 +7,12 @@
 //! The same [`Authorizer`] answers requests, impersonation checks, access reviews
 //! (`kubectl auth can-i`) and the escalation checks of RBAC writes.
 
-use super::authn::User;
 use super::node::NodeAuthorizer;
 use super::rbac::Rbac;
-use crate::request::ResourceRequest;
 use kyb_api::Status;
 use kyb_rbac::Decision;
+use kyb_serving::ResourceRequest;
+use kyb_serving::User;
 use std::sync::Arc;
 
 /// What a request does, as authorizers see it.
@@ -118,4 +118,24 @@ pub fn resource_attributes<'a>(
         asked = asked.with_subresource(subresource);
     }
     asked
+}
+
+impl kyb_serving::filters::Authorize for Authorizer {
+    async fn authorize(
+        &self,
+        user: &User,
+        request: &kyb_serving::RequestInfo,
+    ) -> Result<String, Status> {
+        let attributes = match &request.target {
+            kyb_serving::Target::Resource(resource) => Attributes::Resource {
+                request: resource,
+                field_selector: request.query.value("fieldSelector").unwrap_or_default(),
+            },
+            kyb_serving::Target::NonResource => Attributes::NonResource {
+                verb: kyb_serving::request_info::non_resource_verb(&request.method),
+                path: &request.path,
+            },
+        };
+        Authorizer::authorize(self, user, &attributes)
+    }
 }

@@ -3,10 +3,11 @@
 //! may `impersonate` each of them (`users`, `serviceaccounts`, `groups`, `uids`,
 //! `userextras/<key>`), as `kubectl --as`/`--as-group` and `kubectl auth can-i --as` use it.
 
-use super::authn::{ANONYMOUS, AUTHENTICATED, UNAUTHENTICATED, User};
 use super::authz::Authorizer;
 use http::HeaderMap;
 use kyb_api::Status;
+use kyb_serving::User;
+use kyb_serving::user::{ANONYMOUS, AUTHENTICATED, UNAUTHENTICATED};
 use std::collections::BTreeMap;
 
 const USER: &str = "impersonate-user";

@@ -10,9 +10,11 @@ mod rbac;
 mod service_account;
 mod tokens;
 
-pub use authn::{AUTHENTICATED, Authenticator, User};
+pub use authn::{Authenticator, RequestAuthenticator};
 pub use authz::{Attributes, Authorizer, resource_attributes};
 pub use impersonation::impersonate;
+pub use kyb_serving::User;
+pub use kyb_serving::user::AUTHENTICATED;
 pub use node::NodeAuthorizer;
 pub use rbac::Rbac;
 pub use service_account::{BoundObject, ServiceAccountTokens, TokenSpec};

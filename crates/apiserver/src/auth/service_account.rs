@@ -4,9 +4,10 @@
 //! audiences and lifetime, and then that the service account (and the pod, secret or node
 //! the token is bound to) still exists with the UID the token names.
 
-use super::authn::{AUTHENTICATED, User};
 use crate::cache::WatchCache;
 use kyb_pki::jwt::Signer;
+use kyb_serving::User;
+use kyb_serving::user::AUTHENTICATED;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -204,14 +205,14 @@ fn live(
     let Some(object) = cache.lookup("", plural, namespace, name) else {
         return Err(format!("{} has been deleted", what(plural)));
     };
-    let actual = kyb_api::meta::uid(&object).unwrap_or_default();
+    let actual = kyb_apimachinery::meta::uid(&object).unwrap_or_default();
     if !uid.is_empty() && actual != uid {
         return Err(format!(
             "{} UID ({actual}) does not match claim ({uid})",
             what(plural)
         ));
     }
-    if let Some(deleted) = kyb_api::meta::deletion_timestamp(&object)
+    if let Some(deleted) = kyb_apimachinery::meta::deletion_timestamp(&object)
         && crate::util::parse_timestamp(deleted).is_some_and(|t| t <= now)
     {
         return Err(format!("{} is being deleted", what(plural)));

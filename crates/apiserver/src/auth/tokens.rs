@@ -1,7 +1,7 @@
 //! The static token file (`--token-auth-file`): CSV lines `token,user,uid[,"group1,group2"]`,
 //! as kube-apiserver reads it. Lines starting with `#` and blank lines are skipped.
 
-use super::authn::User;
+use kyb_serving::User;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -43,7 +43,7 @@ impl TokenFile {
                         .collect()
                 })
                 .unwrap_or_default();
-            groups.push(super::authn::AUTHENTICATED.to_string());
+            groups.push(kyb_serving::user::AUTHENTICATED.to_string());
             let user = User {
                 name: name.clone(),
                 uid: uid.clone(),

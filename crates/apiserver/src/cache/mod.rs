@@ -586,7 +586,7 @@ mod tests {
     /// serialized again.
     fn by_value(stored: &[u8], revision: Revision) -> Vec<u8> {
         let mut object: Value = serde_json::from_slice(stored).unwrap_or_default();
-        kyb_api::meta::metadata_mut(&mut object)
+        kyb_apimachinery::meta::metadata_mut(&mut object)
             .insert("resourceVersion".into(), revision.to_string().into());
         serde_json::to_vec(&object).unwrap_or_default()
     }

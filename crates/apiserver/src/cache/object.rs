@@ -3,7 +3,8 @@
 
 use super::shallow;
 use bytes::Bytes;
-use kyb_api::{ResourceDef, fields, meta};
+use kyb_api::{ResourceDef, fields};
+use kyb_apimachinery::meta;
 use serde_json::{Map, Value};
 use std::sync::{Arc, OnceLock};
 
@@ -188,7 +189,7 @@ impl CachedObject {
 #[derive(Clone, Debug, Default)]
 pub struct Filter {
     pub namespace: Option<String>,
-    pub labels: kyb_api::labels::Selector,
+    pub labels: kyb_apimachinery::labels::Selector,
     pub fields: fields::Selector,
 }
 

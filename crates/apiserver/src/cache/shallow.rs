@@ -259,7 +259,7 @@ mod tests {
     /// The slow path: parse, set, serialize.
     fn by_value(json: &[u8], revision: u64) -> Vec<u8> {
         let mut object: Value = serde_json::from_slice(json).unwrap_or_default();
-        kyb_api::meta::metadata_mut(&mut object)
+        kyb_apimachinery::meta::metadata_mut(&mut object)
             .insert("resourceVersion".into(), revision.to_string().into());
         serde_json::to_vec(&object).unwrap_or_default()
     }

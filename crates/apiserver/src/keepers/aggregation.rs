@@ -3,14 +3,14 @@
 //! is labelled `rbac.authorization.k8s.io/aggregate-to-…`), recomputed whenever a
 //! ClusterRole changes. The rules are `kyb-rbac`'s; this writes them back.
 
-use crate::server::Server;
+use crate::engine::Engine;
 use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
 
 /// Follows ClusterRoles for as long as the server runs.
-pub async fn run(server: Arc<Server>) {
-    let mut changes = server.cache.changes();
-    aggregate(&server).await;
+pub async fn run(engine: Arc<Engine>) {
+    let mut changes = engine.cache.changes();
+    aggregate(&engine).await;
     loop {
         match changes.recv().await {
             Ok(change)
@@ -19,10 +19,10 @@ pub async fn run(server: Arc<Server>) {
             {
                 // Gather a burst of changes into one pass.
                 while let Ok(_more) = changes.try_recv() {}
-                aggregate(&server).await;
+                aggregate(&engine).await;
             }
             Ok(_) => {}
-            Err(RecvError::Lagged(_)) => aggregate(&server).await,
+            Err(RecvError::Lagged(_)) => aggregate(&engine).await,
             Err(RecvError::Closed) => return,
         }
     }
@@ -30,11 +30,11 @@ pub async fn run(server: Arc<Server>) {
 
 /// One pass: every aggregated ClusterRole whose rules are not what its selectors gather
 /// is updated.
-async fn aggregate(server: &Server) {
+async fn aggregate(engine: &Engine) {
     let Some(def) = kyb_api::registry::find_stored(kyb_rbac::RBAC_GROUP, "clusterroles") else {
         return;
     };
-    let roles = server
+    let roles = engine
         .cache
         .objects(kyb_rbac::RBAC_GROUP, "clusterroles", None);
     for role in &roles {
@@ -46,9 +46,9 @@ async fn aggregate(server: &Server) {
         }
         let mut updated = role.clone();
         updated["rules"] = kyb_rbac::PolicyRule::list_to_json(&rules);
-        if let Err(status) = crate::rest::ensure(server, def, updated, true).await {
+        if let Err(status) = crate::rest::ensure(engine, def, updated, true).await {
             tracing::warn!(
-                role = kyb_api::meta::name(role).unwrap_or_default(),
+                role = kyb_apimachinery::meta::name(role).unwrap_or_default(),
                 error = %status.message,
                 "cannot update an aggregated ClusterRole"
             );

@@ -13,10 +13,10 @@
 
 pub mod aggregation;
 
-use crate::server::Server;
+use crate::engine::Engine;
 use std::sync::Arc;
 
 /// Starts the keepers; they run until the process ends.
-pub async fn start(server: &Arc<Server>) {
-    tokio::spawn(aggregation::run(server.clone()));
+pub async fn start(engine: &Arc<Engine>) {
+    tokio::spawn(aggregation::run(engine.clone()));
 }

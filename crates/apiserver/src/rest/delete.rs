@@ -6,12 +6,13 @@
 use super::write::{self, set_revision};
 use super::{Call, present, read};
 use crate::admission::{self, Operation};
+use crate::engine::storage_error;
 use crate::kinds;
 use crate::response::{self, Response};
-use crate::server::storage_error;
 use crate::util;
 use http::StatusCode;
-use kyb_api::{Status, meta};
+use kyb_api::Status;
+use kyb_apimachinery::meta;
 use serde_json::{Value, json};
 
 /// The parsed `DeleteOptions` (from the body and the query).
@@ -115,11 +116,11 @@ pub async fn delete(call: &Call<'_>) -> Result<Response, Status> {
 pub async fn delete_collection(call: &Call<'_>) -> Result<Response, Status> {
     let options = options(call)?;
     let filter = read::filter(call)?;
-    call.server.fresh().await;
+    call.engine.fresh().await;
     let prefix = call.def.list_prefix(filter.namespace.as_deref());
     let page = call
         .cache
-        .list(&prefix, &filter, 0, call.server.cache.revision());
+        .list(&prefix, &filter, 0, call.engine.cache.revision());
     let mut deleted = Vec::new();
     for object in &page.items {
         let namespace = object.namespace().map(str::to_string);
@@ -130,7 +131,7 @@ pub async fn delete_collection(call: &Call<'_>) -> Result<Response, Status> {
             Err(status) => return Err(status),
         }
     }
-    let revision = call.server.cache.revision();
+    let revision = call.engine.cache.revision();
     let items = deleted
         .iter()
         .map(|v| {
@@ -200,7 +201,7 @@ pub async fn delete_object(
                     return Ok(Outcome::Pending(new));
                 }
                 let result = call
-                    .server
+                    .engine
                     .store
                     .update(key.as_bytes(), write::encode(&new)?, revision)
                     .await;
@@ -212,7 +213,7 @@ pub async fn delete_object(
                     return Ok(Outcome::Deleted(current));
                 }
                 let result = call
-                    .server
+                    .engine
                     .store
                     .delete(key.as_bytes(), Some(revision))
                     .await

@@ -25,20 +25,20 @@ pub use service::first_ip as first_service_ip;
 
 use crate::auth::User;
 use crate::cache::ResourceCache;
+use crate::engine::Engine;
 use crate::negotiation::{self, Output};
-use crate::query::Query;
-use crate::request::{ResourceRequest, Verb};
 use crate::response::{self, Response};
-use crate::server::Server;
 use bytes::Bytes;
 use http::HeaderMap;
 use kyb_api::registry::{self, Subresource};
 use kyb_api::{ResourceDef, Status};
+use kyb_serving::Query;
+use kyb_serving::{ResourceRequest, Verb};
 use std::sync::{Arc, Mutex};
 
 /// Everything a handler needs about one request.
 pub struct Call<'a> {
-    pub server: &'a Server,
+    pub engine: &'a Engine,
     /// Who asks (after impersonation).
     pub user: Arc<User>,
     /// The resource as requested (its version decides the representation).
@@ -109,7 +109,7 @@ impl<'a> Call<'a> {
     /// The same request for another object (collection deletes run one delete per item).
     pub fn for_object(&self, namespace: Option<String>, name: &str) -> Call<'a> {
         Call {
-            server: self.server,
+            engine: self.engine,
             user: self.user.clone(),
             def: self.def,
             cache: self.cache,
@@ -130,14 +130,14 @@ impl<'a> Call<'a> {
 
 /// Serves a resource request; also gives the audit annotations gathered on the way.
 pub async fn serve(
-    server: &Server,
+    engine: &Engine,
     user: Arc<User>,
     request: ResourceRequest,
     query: Query,
     headers: HeaderMap,
     body: Bytes,
 ) -> (Response, Vec<(String, String)>) {
-    let call = match resolve(server, user, request, query, headers, body) {
+    let call = match resolve(engine, user, request, query, headers, body) {
         Ok(call) => call,
         Err(status) => return (response::error(&status), Vec::new()),
     };
@@ -152,7 +152,7 @@ pub async fn serve(
 }
 
 fn resolve(
-    server: &Server,
+    engine: &Engine,
     user: Arc<User>,
     request: ResourceRequest,
     query: Query,
@@ -180,7 +180,7 @@ fn resolve(
     if !def.namespaced && request.namespace.is_some() {
         return Err(Status::not_found_path());
     }
-    let cache = server
+    let cache = engine
         .cache
         .resource(def)
         .ok_or_else(|| Status::internal(format!("no cache for {}", def.group_resource())))?;
@@ -189,7 +189,7 @@ fn resolve(
         .and_then(|v| v.to_str().ok());
     let output = negotiation::negotiate(accept, false)?;
     Ok(Call {
-        server,
+        engine,
         user,
         def,
         cache,
@@ -235,19 +235,19 @@ async fn dispatch(call: &Call<'_>) -> Result<Response, Status> {
 /// status keepers, quota admission's usage records). It goes through the same strategy,
 /// validation and admission as a client's.
 pub fn internal_call<'a>(
-    server: &'a Server,
+    engine: &'a Engine,
     def: &'static ResourceDef,
     verb: Verb,
     namespace: Option<&str>,
     subresource: Option<Subresource>,
 ) -> Result<Call<'a>, Status> {
-    let cache = server
+    let cache = engine
         .cache
         .resource(def)
         .ok_or_else(|| Status::internal(format!("no cache for {}", def.group_resource())))?;
     Ok(Call {
-        server,
-        user: server.apiserver_user.clone(),
+        engine,
+        user: engine.identity.clone(),
         def,
         cache,
         verb,
@@ -287,14 +287,16 @@ pub async fn update_status(
 /// Creates an object from within the server (or, with `update`, brings an existing one's
 /// content up to date), through the same strategy and validation as a client's request.
 pub async fn ensure(
-    server: &Server,
+    engine: &Engine,
     def: &'static ResourceDef,
     object: serde_json::Value,
     update: bool,
 ) -> Result<serde_json::Value, Status> {
-    let namespace = kyb_api::meta::namespace(&object).map(str::to_string);
-    let name = kyb_api::meta::name(&object).unwrap_or_default().to_string();
-    let call = internal_call(server, def, Verb::Create, namespace.as_deref(), None)?;
+    let namespace = kyb_apimachinery::meta::namespace(&object).map(str::to_string);
+    let name = kyb_apimachinery::meta::name(&object)
+        .unwrap_or_default()
+        .to_string();
+    let call = internal_call(engine, def, Verb::Create, namespace.as_deref(), None)?;
     let (object, _) = body::normalize(&call, object, def.group, def.version, def.kind)?;
     match write::create_object(&call, object.clone(), true).await {
         Err(status) if status.code == 409 && update => {
@@ -307,7 +309,7 @@ pub async fn ensure(
                         }
                     }
                 }
-                kyb_api::meta::metadata_mut(&mut new).remove("resourceVersion");
+                kyb_apimachinery::meta::metadata_mut(&mut new).remove("resourceVersion");
                 strategy::prepare_update(def, &mut new, current)?;
                 Ok(new)
             })

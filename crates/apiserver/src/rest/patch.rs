@@ -11,7 +11,8 @@ use crate::response::{self, Response};
 use crate::util;
 use http::StatusCode;
 use kyb_api::status::Cause;
-use kyb_api::{ResourceDef, Status, meta};
+use kyb_api::{ResourceDef, Status};
+use kyb_apimachinery::meta;
 use serde_json::Value;
 
 pub async fn patch(call: &Call<'_>) -> Result<Response, Status> {
@@ -103,7 +104,7 @@ pub async fn patch_object(
     Ok((updated, warnings))
 }
 
-/// Server-side apply of the request's configuration (to the object, or its status), creating
+/// Engine-side apply of the request's configuration (to the object, or its status), creating
 /// the object if it does not exist.
 pub async fn apply(
     call: &Call<'_>,

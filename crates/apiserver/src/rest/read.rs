@@ -6,7 +6,8 @@ use crate::cache::object::{CachedObject, Filter};
 use crate::response::Response;
 use base64::Engine;
 use http::StatusCode;
-use kyb_api::{Status, fields, labels};
+use kyb_api::{Status, fields};
+use kyb_apimachinery::labels;
 use kyb_storage::{ListRequest, Revision};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -26,7 +27,7 @@ pub async fn read_object(call: &Call<'_>, name: &str) -> Result<Arc<CachedObject
     let key = call.key(name);
     match call.query.get("resourceVersion") {
         None | Some("") => {
-            if !call.server.fresh().await {
+            if !call.engine.fresh().await {
                 return read_from_storage(call, &key, None)
                     .await?
                     .ok_or_else(|| call.not_found(name));
@@ -47,11 +48,11 @@ async fn read_from_storage(
     revision: Option<Revision>,
 ) -> Result<Option<Arc<CachedObject>>, Status> {
     let response = call
-        .server
+        .engine
         .store
         .get(key.as_bytes(), revision)
         .await
-        .map_err(crate::server::storage_error)?;
+        .map_err(crate::engine::storage_error)?;
     response
         .kv
         .map(|kv| {
@@ -69,12 +70,12 @@ pub fn parse_revision(rv: &str) -> Result<Revision, Status> {
 
 /// Waits until the cache has reached a revision a client has seen.
 pub async fn wait_for(call: &Call<'_>, revision: Revision) -> Result<(), Status> {
-    if call.server.cache.wait_for(revision, TOO_LARGE_WAIT).await {
+    if call.engine.cache.wait_for(revision, TOO_LARGE_WAIT).await {
         Ok(())
     } else {
         Err(Status::timeout(format!(
             "Too large resource version: {revision}, current: {}",
-            call.server.cache.revision()
+            call.engine.cache.revision()
         )))
     }
 }
@@ -145,13 +146,13 @@ pub async fn list(call: &Call<'_>) -> Result<Response, Status> {
     }
     let revision = match resource_version {
         None => {
-            if !call.server.fresh().await {
+            if !call.engine.fresh().await {
                 let current = call
-                    .server
+                    .engine
                     .store
                     .current_revision()
                     .await
-                    .map_err(crate::server::storage_error)?;
+                    .map_err(crate::engine::storage_error)?;
                 return list_from_storage(call, &filter, &prefix, None, limit, current).await;
             }
             None
@@ -167,7 +168,7 @@ pub async fn list(call: &Call<'_>) -> Result<Response, Status> {
     }
     let page = call
         .cache
-        .list(&prefix, &filter, limit, call.server.cache.revision());
+        .list(&prefix, &filter, limit, call.engine.cache.revision());
     let next = page
         .next
         .as_deref()
@@ -191,11 +192,11 @@ async fn list_from_storage(
     let mut items = Vec::new();
     let mut next = None;
     'pages: loop {
-        let page = call.server.store.list(&request).await.map_err(|e| match e {
+        let page = call.engine.store.list(&request).await.map_err(|e| match e {
             kyb_storage::Error::Compacted { .. } => Status::expired(
                 "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
             ),
-            other => crate::server::storage_error(other),
+            other => crate::engine::storage_error(other),
         })?;
         for kv in &page.kvs {
             let object =

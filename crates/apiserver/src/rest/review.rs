@@ -44,7 +44,8 @@ pub async fn create(call: &Call<'_>) -> Result<Response, Status> {
         fields.insert("kind".into(), call.def.kind.into());
         fields.insert("status".into(), status);
     }
-    kyb_api::meta::metadata_mut(&mut review).insert("creationTimestamp".into(), Value::Null);
+    kyb_apimachinery::meta::metadata_mut(&mut review)
+        .insert("creationTimestamp".into(), Value::Null);
     Ok(response::json(StatusCode::CREATED, &review))
 }
 
@@ -56,7 +57,10 @@ fn invalid(call: &Call<'_>, field: &str, value: &str, detail: &str) -> Status {
         "",
         &[Cause {
             reason: "FieldValueInvalid".into(),
-            message: format!("Invalid value: {}: {detail}", kyb_api::gofmt::quote(value)),
+            message: format!(
+                "Invalid value: {}: {detail}",
+                kyb_apimachinery::gofmt::quote(value)
+            ),
             field: field.into(),
         }],
     )
@@ -184,7 +188,7 @@ fn access(call: &Call<'_>, review: &Value, user: &User) -> Result<Value, Status>
     } else {
         kyb_rbac::Attributes::non_resource(&user.name, &user.groups, verb, second)
     };
-    let decision = call.server.authorizer.decide(&asked);
+    let decision = call.engine.authorizer.decide(&asked);
     let mut status = json!({"allowed": decision.is_allowed()});
     if matches!(decision, kyb_rbac::Decision::Deny(_)) {
         status["denied"] = true.into();
@@ -202,7 +206,7 @@ fn rules(call: &Call<'_>, review: &Value) -> Value {
         .and_then(Value::as_str)
         .unwrap_or_default();
     let rules =
-        call.server
+        call.engine
             .authorizer
             .rbac
             .rules_for(&call.user.name, &call.user.groups, namespace);
@@ -238,9 +242,9 @@ fn token(call: &Call<'_>, review: &Value) -> Result<Value, Status> {
         .unwrap_or_default();
     Ok(
         match call
-            .server
+            .engine
             .authenticator
-            .review_token(token, &audiences, &call.server.cache)
+            .review_token(token, &audiences, &call.engine.cache)
         {
             Ok((user, audiences)) => json!({
                 "authenticated": true,

@@ -18,9 +18,11 @@ pub async fn create(
     key: &str,
     dry_run: bool,
 ) -> Result<Value, Status> {
-    let _allocating = call.server.service_allocation.lock().await;
-    call.server.fresh().await;
-    let name = kyb_api::meta::name(&object).unwrap_or_default().to_string();
+    let _allocating = call.engine.services.allocation.lock().await;
+    call.engine.fresh().await;
+    let name = kyb_apimachinery::meta::name(&object)
+        .unwrap_or_default()
+        .to_string();
     if call.cache.get(key).is_some() {
         return Err(Status::already_exists("", "services", &name));
     }
@@ -37,7 +39,7 @@ pub async fn create(
             }],
         )
     };
-    let config = &call.server.config;
+    let config = &call.engine.services;
     let service_type = object
         .pointer("/spec/type")
         .and_then(Value::as_str)
@@ -141,8 +143,10 @@ pub async fn create(
     }
     let created = store_new(call, key, object).await?;
     // The next allocation must see this one.
-    if let Some(revision) = kyb_api::meta::resource_version(&created).and_then(|r| r.parse().ok()) {
-        call.server
+    if let Some(revision) =
+        kyb_apimachinery::meta::resource_version(&created).and_then(|r| r.parse().ok())
+    {
+        call.engine
             .cache
             .wait_for(revision, Duration::from_secs(5))
             .await;

@@ -5,7 +5,8 @@
 use super::Call;
 use crate::util;
 use crate::validation;
-use kyb_api::{ResourceDef, Status, meta};
+use kyb_api::{ResourceDef, Status};
+use kyb_apimachinery::meta;
 use serde_json::{Map, Value};
 
 /// Kinds whose `metadata.generation` counts spec changes.
@@ -111,12 +112,12 @@ pub async fn check_namespace(call: &Call<'_>) -> Result<(), Status> {
     let Some(namespaces) = kyb_api::registry::find("", "v1", "namespaces") else {
         return Ok(());
     };
-    let cache = call.server.cache.resource(namespaces);
+    let cache = call.engine.cache.resource(namespaces);
     let key = namespaces.key(None, namespace);
     let mut found = cache.and_then(|c| c.get(&key));
     if found.is_none() {
         // It may have been created a moment ago: read it consistently before refusing.
-        call.server.fresh().await;
+        call.engine.fresh().await;
         found = cache.and_then(|c| c.get(&key));
     }
     let Some(found) = found else {

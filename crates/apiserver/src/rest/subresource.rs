@@ -8,11 +8,12 @@ use super::{Call, body, delete, managed, present, read, strategy};
 use crate::admission;
 use crate::cache::shallow;
 use crate::negotiation::{self, BodyFormat};
-use crate::request::Verb;
 use crate::response::{self, Response};
 use http::StatusCode;
 use kyb_api::registry::Subresource;
-use kyb_api::{ResourceDef, Status, meta};
+use kyb_api::{ResourceDef, Status};
+use kyb_apimachinery::meta;
+use kyb_serving::Verb;
 use serde_json::{Value, json};
 
 pub async fn serve(call: &Call<'_>, sub: Subresource) -> Result<Response, Status> {
@@ -318,7 +319,7 @@ async fn bind_in_place(call: &Call<'_>, name: &str, node: &str) -> Result<Option
             return Ok(Some(()));
         }
         match call
-            .server
+            .engine
             .store
             .update(key.as_bytes(), bound.into(), revision)
             .await
@@ -331,7 +332,7 @@ async fn bind_in_place(call: &Call<'_>, name: &str, node: &str) -> Result<Option
                 revision = latest.mod_revision;
             }
             Err(kyb_storage::Error::NotFound { .. }) => return Err(call.not_found(name)),
-            Err(other) => return Err(crate::server::storage_error(other)),
+            Err(other) => return Err(crate::engine::storage_error(other)),
         }
     }
     Err(write::too_many_conflicts())
@@ -480,7 +481,7 @@ async fn evict(
     let Some(mut budget) = budgets.pop() else {
         return delete_evicted(call, name, options, pod, false).await;
     };
-    let ready = pod_ready(pod);
+    let ready = kyb_component_helpers::pod_readiness::is_ready_json(pod);
     let policy = budget
         .pointer("/spec/unhealthyPodEvictionPolicy")
         .and_then(Value::as_str);
@@ -493,7 +494,7 @@ async fn evict(
         return Err(Status::internal("poddisruptionbudgets is not registered"));
     };
     let status_call = super::internal_call(
-        call.server,
+        call.engine,
         pdbs,
         Verb::Update,
         Some(&namespace),
@@ -549,18 +550,6 @@ fn can_ignore_budgets(pod: &Value) -> bool {
         .is_some_and(|t| !t.is_null())
 }
 
-/// Whether the pod's Ready condition is true.
-fn pod_ready(pod: &Value) -> bool {
-    pod.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|conditions| {
-            conditions.iter().any(|c| {
-                c.get("type").and_then(Value::as_str) == Some("Ready")
-                    && c.get("status").and_then(Value::as_str) == Some("True")
-            })
-        })
-}
-
 /// Deletes the evicted pod with the eviction's options. When the decision depended on
 /// the pod's state (`guard`), the delete is conditional on the pod not having changed
 /// since (its resource version), unless the eviction states its own preconditions.
@@ -584,7 +573,7 @@ fn disruption_budgets(call: &Call<'_>, pod: &Value) -> Result<Vec<Value>, Status
     let Some(pdbs) = kyb_api::registry::find("policy", "v1", "poddisruptionbudgets") else {
         return Ok(Vec::new());
     };
-    let Some(cache) = call.server.cache.resource(pdbs) else {
+    let Some(cache) = call.engine.cache.resource(pdbs) else {
         return Ok(Vec::new());
     };
     let namespace = meta::namespace(pod).unwrap_or_default();
@@ -599,7 +588,7 @@ fn disruption_budgets(call: &Call<'_>, pod: &Value) -> Result<Vec<Value>, Status
         let Some(selector) = budget.pointer("/spec/selector") else {
             continue;
         };
-        let Ok(selector) = kyb_api::labels::Selector::from_label_selector(selector) else {
+        let Ok(selector) = kyb_apimachinery::labels::Selector::from_label_selector(selector) else {
             continue;
         };
         // As in Kubernetes' eviction: a budget whose selector is empty matches nothing here.
@@ -903,7 +892,11 @@ mod tests {
         assert!(can_ignore_budgets(&pod("Pending", false, "False")));
         assert!(can_ignore_budgets(&pod("Running", true, "True")));
         assert!(!can_ignore_budgets(&pod("Running", false, "True")));
-        assert!(pod_ready(&pod("Running", false, "True")));
-        assert!(!pod_ready(&pod("Running", false, "False")));
+        assert!(kyb_component_helpers::pod_readiness::is_ready_json(&pod(
+            "Running", false, "True"
+        )));
+        assert!(!kyb_component_helpers::pod_readiness::is_ready_json(&pod(
+            "Running", false, "False"
+        )));
     }
 }

@@ -7,15 +7,16 @@ use crate::auth::{BoundObject, DEFAULT_EXPIRATION, ISSUER, MIN_EXPIRATION, Token
 use crate::response::{self, Response};
 use crate::util;
 use http::StatusCode;
+use kyb_api::Status;
 use kyb_api::status::Cause;
-use kyb_api::{Status, meta};
+use kyb_apimachinery::meta;
 use serde_json::{Value, json};
 
 /// The longest lifetime a token may ask for (2^32 seconds, as Kubernetes validates).
 const MAX_EXPIRATION: i64 = 1 << 32;
 
 pub async fn create(call: &Call<'_>, name: &str) -> Result<Response, Status> {
-    let Some(issuer) = call.server.authenticator.service_accounts.as_ref() else {
+    let Some(issuer) = call.engine.authenticator.service_accounts.as_ref() else {
         return Err(Status::service_unavailable(
             "service account tokens are not configured on this server",
         ));
@@ -34,7 +35,7 @@ pub async fn create(call: &Call<'_>, name: &str) -> Result<Response, Status> {
     .await?;
     let namespace = call.namespace.clone().unwrap_or_default();
     let account = call
-        .server
+        .engine
         .cache
         .lookup("", "serviceaccounts", Some(&namespace), name)
         .ok_or_else(|| call.not_found(name))?;
@@ -138,7 +139,7 @@ fn bind(
         }
     };
     let object = call
-        .server
+        .engine
         .cache
         .lookup("", plural, scoped, name)
         .ok_or_else(|| Status::not_found("", plural, name))?;
@@ -168,7 +169,7 @@ fn bind(
         }
         if let Some(node_name) = object.pointer("/spec/nodeName").and_then(Value::as_str) {
             let node_uid = call
-                .server
+                .engine
                 .cache
                 .lookup("", "nodes", None, node_name)
                 .and_then(|n| meta::uid(&n).map(str::to_string))

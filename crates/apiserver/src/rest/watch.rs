@@ -58,9 +58,9 @@ pub async fn watch(call: &Call<'_>) -> Result<Response, Status> {
     };
 
     let (tx, response) = response::stream();
-    let cache = call.server.cache.clone();
+    let cache = call.engine.cache.clone();
     let resource = call
-        .server
+        .engine
         .cache
         .resource(call.def)
         .cloned()
@@ -69,7 +69,7 @@ pub async fn watch(call: &Call<'_>) -> Result<Response, Status> {
         (None, _) | (Some("0"), _) => {
             if resource_version.is_none() {
                 // Consistent: start from a state that includes every acknowledged write.
-                call.server.fresh().await;
+                call.engine.fresh().await;
             }
             resource.subscribe_with_state(&prefix, &filter, cache.revision())
         }

@@ -2,11 +2,12 @@
 
 use super::{Call, body, managed, present, service, strategy};
 use crate::admission::{self, Operation};
+use crate::engine::storage_error;
 use crate::response::{self, Response};
-use crate::server::storage_error;
 use http::StatusCode;
+use kyb_api::Status;
 use kyb_api::registry::Subresource;
-use kyb_api::{Status, meta};
+use kyb_apimachinery::meta;
 use kyb_storage::Revision;
 use serde_json::Value;
 
@@ -73,7 +74,7 @@ pub async fn validate_create_admission(call: &Call<'_>, object: &Value) -> Resul
 /// Writes a prepared new object.
 pub async fn store_new(call: &Call<'_>, key: &str, mut object: Value) -> Result<Value, Status> {
     let bytes = encode(&object)?;
-    match call.server.store.create(key.as_bytes(), bytes).await {
+    match call.engine.store.create(key.as_bytes(), bytes).await {
         Ok(revision) => {
             set_revision(&mut object, revision);
             Ok(object)
@@ -175,13 +176,13 @@ pub async fn guaranteed_update(
             return Ok((new, true));
         }
         let outcome = if finished {
-            call.server
+            call.engine
                 .store
                 .delete(key.as_bytes(), Some(revision))
                 .await
                 .map(|d| d.revision)
         } else {
-            call.server
+            call.engine
                 .store
                 .update(key.as_bytes(), encode(&new)?, revision)
                 .await
@@ -369,7 +370,7 @@ mod tests {
     /// resourceVersion removed.
     fn by_copy(object: &Value) -> Vec<u8> {
         let mut object = object.clone();
-        kyb_api::meta::metadata_mut(&mut object).remove("resourceVersion");
+        kyb_apimachinery::meta::metadata_mut(&mut object).remove("resourceVersion");
         serde_json::to_vec(&object).unwrap_or_default()
     }
 

@@ -16,7 +16,7 @@ pub(crate) fn key(out: &mut String, key: &str) {
 
 /// Appends a JSON string with Go's escapes.
 pub(crate) fn string(out: &mut String, s: &str) {
-    kyb_api::gofmt::write_json_string(out, s);
+    kyb_apimachinery::gofmt::write_json_string(out, s);
 }
 
 /// Appends a JSON array of strings.

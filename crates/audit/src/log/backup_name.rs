@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use kyb_api::time::{civil_from_days, days_from_civil};
+use kyb_apimachinery::time::{civil_from_days, days_from_civil};
 
 const MILLIS_PER_DAY: i64 = 86_400_000;
 

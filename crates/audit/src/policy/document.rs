@@ -216,7 +216,7 @@ fn read_group_resources(
 }
 
 fn unknown(path: &str) -> String {
-    format!("unknown field {}", kyb_api::gofmt::quote(path))
+    format!("unknown field {}", kyb_apimachinery::gofmt::quote(path))
 }
 
 fn string(value: &Value, field: &Field<'_>, go_type: &str) -> Result<String, String> {

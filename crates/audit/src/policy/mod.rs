@@ -12,7 +12,7 @@ mod validate;
 
 use std::path::Path;
 
-use kyb_validation::FieldError;
+use kyb_apimachinery::field::FieldError;
 use serde_json::Value;
 
 use crate::attributes::RequestAttributes;
@@ -51,7 +51,10 @@ impl RuleDecision {
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
     /// The file could not be read.
-    #[error("failed to read file path {}: {source}", kyb_api::gofmt::quote(path))]
+    #[error(
+        "failed to read file path {}: {source}",
+        kyb_apimachinery::gofmt::quote(path)
+    )]
     Read {
         path: String,
         source: std::io::Error,

@@ -2,7 +2,7 @@
 //! stages, non-resource URL forms, API group names, `resourceNames` without resources,
 //! and rules that mix resources and non-resource URLs.
 
-use kyb_validation::{ErrorKind, FieldError};
+use kyb_apimachinery::field::{ErrorKind, FieldError};
 use serde_json::Value;
 
 use super::document::{GroupResourcesDocument, PolicyDocument, RuleDocument};
@@ -46,7 +46,7 @@ fn validate_level(level: &str, path: &str, errors: &mut Vec<FieldError>) {
     } else if Level::parse(level).is_none() {
         let supported: Vec<String> = Level::ALL
             .iter()
-            .map(|l| kyb_api::gofmt::quote(l.as_str()))
+            .map(|l| kyb_apimachinery::gofmt::quote(l.as_str()))
             .collect();
         errors.push(error(
             ErrorKind::NotSupported,
@@ -93,7 +93,7 @@ fn validate_resources(
     for entry in entries {
         // The empty group is the core group.
         if !entry.group.is_empty() {
-            let problems = kyb_validation::names::name_is_dns_subdomain(&entry.group, false);
+            let problems = kyb_apimachinery::names::name_is_dns_subdomain(&entry.group, false);
             if !problems.is_empty() {
                 errors.push(error(
                     ErrorKind::Invalid,

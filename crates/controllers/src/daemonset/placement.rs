@@ -4,11 +4,15 @@
 //! plus the ones Kubernetes adds to every daemon pod); a pod already there keeps running
 //! while only NoSchedule taints stand in the way. Daemon pods are pinned to their node by
 //! a required node affinity `metadata.name In [<node>]` and left to the scheduler.
+//! Affinity and tolerations are matched by `kyb_component_helpers`, as the scheduler
+//! matches them.
 
 use k8s_openapi::api::core::v1::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-    PodSpec, Taint, Toleration,
+    PodSpec, Toleration,
 };
+use kyb_component_helpers::nodeaffinity::RequiredNodeAffinity;
+use kyb_component_helpers::tolerations::tolerations_tolerate;
 
 /// What a node offers a daemon pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,91 +62,10 @@ pub fn add_automatic_tolerations(spec: &mut PodSpec) {
     }
 }
 
-fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    if toleration
-        .effect
-        .as_deref()
-        .is_some_and(|e| !e.is_empty() && e != taint.effect)
-    {
-        return false;
-    }
-    let exists = toleration.operator.as_deref() == Some("Exists");
-    let key = toleration.key.as_deref().unwrap_or_default();
-    if key.is_empty() {
-        return exists;
-    }
-    if key != taint.key {
-        return false;
-    }
-    exists
-        || toleration.value.as_deref().unwrap_or_default()
-            == taint.value.as_deref().unwrap_or_default()
-}
-
-fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str>) -> bool {
-    let values = requirement.values.as_deref().unwrap_or_default();
-    match requirement.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|w| w == v)),
-        "NotIn" => value.is_none_or(|v| !values.iter().any(|w| w == v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" | "Lt" => {
-            let (Some(v), Some(w)) = (
-                value.and_then(|v| v.parse::<i64>().ok()),
-                values.first().and_then(|w| w.parse::<i64>().ok()),
-            ) else {
-                return false;
-            };
-            if requirement.operator == "Gt" {
-                v > w
-            } else {
-                v < w
-            }
-        }
-        _ => false,
-    }
-}
-
-fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
-    let expressions = term.match_expressions.as_deref().unwrap_or_default();
-    let fields = term.match_fields.as_deref().unwrap_or_default();
-    if expressions.is_empty() && fields.is_empty() {
-        return false;
-    }
-    let labels = node.metadata.labels.as_ref();
-    expressions
-        .iter()
-        .all(|r| requirement_matches(r, labels.and_then(|l| l.get(&r.key)).map(String::as_str)))
-        && fields.iter().all(|r| {
-            r.key == "metadata.name" && requirement_matches(r, node.metadata.name.as_deref())
-        })
-}
-
-/// Whether `node` satisfies the spec's node selector and required node affinity.
+/// Whether `node` satisfies the spec's node selector and required node affinity
+/// (`GetRequiredNodeAffinity`).
 pub fn affinity_matches(spec: &PodSpec, node: &Node) -> bool {
-    let labels = node.metadata.labels.as_ref();
-    if let Some(selector) = &spec.node_selector
-        && selector
-            .iter()
-            .any(|(k, v)| labels.and_then(|l| l.get(k)) != Some(v))
-    {
-        return false;
-    }
-    let required = spec
-        .affinity
-        .as_ref()
-        .and_then(|a| a.node_affinity.as_ref())
-        .and_then(|a| {
-            a.required_during_scheduling_ignored_during_execution
-                .as_ref()
-        });
-    match required {
-        None => true,
-        Some(selector) => selector
-            .node_selector_terms
-            .iter()
-            .any(|t| term_matches(t, node)),
-    }
+    RequiredNodeAffinity::from_spec(spec).matches(node)
 }
 
 /// What `node` offers the daemon pods of a DaemonSet with pod spec `spec`.
@@ -160,7 +83,7 @@ pub fn fit(spec: &PodSpec, node: &Node) -> Fit {
             .iter()
             .flat_map(|s| s.taints.iter().flatten())
             .filter(|t| t.effect == effect)
-            .any(|taint| !tolerations.iter().any(|t| tolerates(t, taint)))
+            .any(|taint| !tolerations_tolerate(&tolerations, taint))
     };
     let no_execute = untolerated("NoExecute");
     let no_schedule = untolerated("NoSchedule");

@@ -4,8 +4,8 @@
 
 use super::placement;
 use crate::history::POD_REVISION_LABEL;
-use crate::pod_readiness::Lifecycle;
 use k8s_openapi::api::core::v1::Pod;
+use kyb_component_helpers::pod_readiness::Lifecycle;
 
 /// One pod of a DaemonSet, reduced.
 #[derive(Clone, Debug, PartialEq)]

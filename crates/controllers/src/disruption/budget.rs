@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kyb_component_helpers::pod_readiness::is_ready;
 use std::collections::BTreeMap;
 
 /// How long an eviction's `disruptedPods` entry keeps its pod out of the healthy count.
@@ -53,14 +54,6 @@ pub fn expected_and_desired(
         Some(percent) => Ok((scale, scaled(percent, scale)?)),
         None => Ok((pods, 0)),
     }
-}
-
-/// Whether a pod is Ready.
-pub fn is_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 /// What a budget's arithmetic reads of one of its pods.

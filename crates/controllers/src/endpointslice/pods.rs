@@ -10,6 +10,7 @@
 
 use k8s_openapi::api::core::v1::{Pod, Service, ServicePort};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kyb_component_helpers::pod_readiness::is_ready;
 use kyb_runtime::compact::Compacted;
 use kyb_runtime::informer::{Change, Informer, ObjectKey};
 use std::collections::BTreeMap;
@@ -84,11 +85,7 @@ impl SelectedPod {
             .flatten()
             .map(|port| target_port(pod, port))
             .collect();
-        let changed = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+        let changed = kyb_component_helpers::pod_readiness::ready_condition(pod)
             .and_then(|c| c.last_transition_time.as_ref())
             .or(pod.metadata.creation_timestamp.as_ref())
             .map(|t| t.0);
@@ -220,15 +217,6 @@ pub fn should_be_in_endpoints(pod: &Pod, include_terminating: bool) -> bool {
     }
 }
 
-/// Whether the pod's `Ready` condition is true.
-pub fn is_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
-        .is_some_and(|c| c.status == "True")
-}
-
 /// The pod's IPs (`status.podIPs`, else `status.podIP`).
 pub fn pod_ips(pod: &Pod) -> Vec<String> {
     let Some(status) = &pod.status else {
@@ -269,7 +257,7 @@ pub fn target_port(pod: &Pod, port: &ServicePort) -> Option<i32> {
         Some(IntOrString::String(name)) => {
             let protocol = port.protocol.as_deref().unwrap_or("TCP");
             let spec = pod.spec.as_ref()?;
-            crate::pod_readiness::lasting_containers(spec)
+            kyb_component_helpers::pod_readiness::lasting_containers(spec)
                 .flat_map(|c| c.ports.iter().flatten())
                 .find(|p| {
                     p.name.as_deref() == Some(name.as_str())

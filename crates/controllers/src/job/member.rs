@@ -56,7 +56,7 @@ impl Member {
             phase,
             deleting: pod.metadata.deletion_timestamp.is_some(),
             has_finalizer: pods::has_finalizer(pod),
-            ready: pods::is_ready(pod),
+            ready: kyb_component_helpers::pod_readiness::is_ready(pod),
             index: indexes::of_pod(&pod.metadata),
             created: pod.metadata.creation_timestamp.as_ref().map(|t| t.0),
             finished: pods::finish_time(pod),

@@ -87,13 +87,6 @@ pub fn phase(pod: &Pod) -> &str {
         .unwrap_or_default()
 }
 
-pub fn is_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
 pub fn has_finalizer(pod: &Pod) -> bool {
     pod.metadata
         .finalizers

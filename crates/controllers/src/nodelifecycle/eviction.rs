@@ -5,6 +5,7 @@
 
 use jiff::{SignedDuration, Timestamp};
 use k8s_openapi::api::core::v1::{Pod, Taint, Toleration};
+use kyb_component_helpers::tolerations::tolerates;
 
 /// What to do with a pod on a tainted node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,32 +16,6 @@ pub enum Verdict {
     EvictAt(Timestamp),
     /// Evict now.
     EvictNow,
-}
-
-/// Whether `toleration` tolerates `taint` (Kubernetes' `ToleratesTaint`).
-pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    if let Some(effect) = toleration.effect.as_deref()
-        && !effect.is_empty()
-        && effect != taint.effect
-    {
-        return false;
-    }
-    let key = toleration.key.as_deref().unwrap_or_default();
-    let operator = toleration.operator.as_deref().unwrap_or("Equal");
-    if key.is_empty() {
-        return operator == "Exists";
-    }
-    if key != taint.key {
-        return false;
-    }
-    match operator {
-        "Exists" => true,
-        "Equal" | "" => {
-            toleration.value.as_deref().unwrap_or_default()
-                == taint.value.as_deref().unwrap_or_default()
-        }
-        _ => false,
-    }
 }
 
 /// The verdict for `pod` on a node whose taints are `taints`, the `NoExecute` ones in

@@ -75,7 +75,7 @@ pub fn pod_usage(object: &DynamicObject) -> PodUsage {
     let window = data
         .get("window")
         .and_then(|w| w.as_str())
-        .map(|w| crate::options::parse_duration(w).unwrap_or_default())
+        .map(|w| kyb_apimachinery::duration::parse(w).unwrap_or_default())
         .unwrap_or_default();
     let mut containers = BTreeMap::new();
     for container in data

@@ -484,7 +484,7 @@ impl HpaReconciler {
                 Some("selector is required".to_string()),
             );
         }
-        let selector = match kyb_api::labels::Selector::parse(&selector_text) {
+        let selector = match kyb_apimachinery::labels::Selector::parse(&selector_text) {
             Ok(selector) => selector,
             Err(error) => {
                 let message = format!(

@@ -51,18 +51,15 @@ impl Member {
     pub fn of(pod: &Pod) -> Member {
         let status = pod.status.as_ref();
         let phase = status.and_then(|s| s.phase.as_deref()).unwrap_or_default();
-        let ready = status
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-            .map(|c| Readiness {
-                is_false: c.status == "False",
-                since: c
-                    .last_transition_time
-                    .as_ref()
-                    .map_or(Timestamp::UNIX_EPOCH, |t| t.0),
-            });
+        let ready = kyb_component_helpers::pod_readiness::ready_condition(pod).map(|c| Readiness {
+            is_false: c.status == "False",
+            since: c
+                .last_transition_time
+                .as_ref()
+                .map_or(Timestamp::UNIX_EPOCH, |t| t.0),
+        });
         let containers = pod.spec.as_ref().map(|spec| {
-            crate::pod_readiness::lasting_containers(spec)
+            kyb_component_helpers::pod_readiness::lasting_containers(spec)
                 .map(|c| Requests {
                     container: c.name.clone(),
                     requests: c

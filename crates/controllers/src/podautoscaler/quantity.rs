@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 /// A quantity in thousandths of its unit (`"250m"` → 250, `"1Ki"` → 1_024_000), rounded
 /// up; `None` when it does not parse or does not fit.
 pub fn parse_milli(text: &str) -> Option<i64> {
-    i64::try_from(crate::quantity::parse_scaled(text, 3)?).ok()
+    i64::try_from(kyb_apimachinery::quantity::parse_scaled(text, 3)?).ok()
 }
 
 /// The thousandths in a quantity (0 when it does not parse).
@@ -17,19 +17,7 @@ pub fn milli(quantity: &Quantity) -> i64 {
 
 /// `milli` thousandths in canonical decimal form.
 pub fn from_milli(milli: i64) -> Quantity {
-    if milli % 1000 != 0 {
-        return Quantity(format!("{milli}m"));
-    }
-    let mut value = milli / 1000;
-    let mut suffix = "";
-    for next in ["k", "M", "G", "T", "P", "E"] {
-        if value == 0 || value % 1000 != 0 {
-            break;
-        }
-        value /= 1000;
-        suffix = next;
-    }
-    Quantity(format!("{value}{suffix}"))
+    Quantity(kyb_apimachinery::quantity::Quantity::from_milli(milli).canonical())
 }
 
 #[cfg(test)]

@@ -18,20 +18,9 @@ pub fn is_active(pod: &Pod) -> bool {
     pod.metadata.deletion_timestamp.is_none() && !matches!(phase, Some("Succeeded" | "Failed"))
 }
 
-/// When the pod's Ready condition last became True, if it is True.
-pub fn ready_since(pod: &Pod) -> Option<Option<jiff::Timestamp>> {
-    pod.status
-        .as_ref()?
-        .conditions
-        .iter()
-        .flatten()
-        .find(|c| c.type_ == "Ready" && c.status == "True")
-        .map(|c| c.last_transition_time.as_ref().map(|t| t.0))
-}
-
-pub fn is_ready(pod: &Pod) -> bool {
-    ready_since(pod).is_some()
-}
+#[cfg(test)]
+use kyb_component_helpers::pod_readiness::is_ready;
+use kyb_component_helpers::pod_readiness::{self, ready_since};
 
 /// What a replica controller keeps of an owned, active pod while it reconciles: the facts
 /// its status and deletion order need, a few hundred bytes where the whole pod is several
@@ -77,21 +66,10 @@ impl Member {
         min_ready_seconds: i32,
         now: jiff::Timestamp,
     ) -> (bool, Option<std::time::Duration>) {
-        let Some(since) = self.ready_since else {
-            return (false, None);
-        };
-        if min_ready_seconds <= 0 {
-            return (true, None);
-        }
-        let Some(since) = since else {
-            return (false, None);
-        };
-        let at = since + jiff::SignedDuration::from_secs(i64::from(min_ready_seconds));
-        if at <= now {
-            (true, None)
-        } else {
-            let wait = now.duration_until(at).unsigned_abs();
-            (false, Some(wait))
+        match pod_readiness::until_available_since(self.ready_since, min_ready_seconds, now) {
+            Some(wait) if wait.is_zero() => (true, None),
+            Some(wait) => (false, Some(wait)),
+            None => (false, None),
         }
     }
 }

@@ -5,12 +5,12 @@
 
 use crate::history::POD_REVISION_LABEL;
 use crate::ownership::controller_reference;
-use crate::pod_readiness::Lifecycle;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{
     PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, PodTemplateSpec, Volume,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kyb_component_helpers::pod_readiness::Lifecycle;
 
 pub const POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
 pub const POD_INDEX_LABEL: &str = "apps.kubernetes.io/pod-index";

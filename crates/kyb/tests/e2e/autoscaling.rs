@@ -281,7 +281,11 @@ async fn scales_up_by_policy_and_down_after_the_stabilization_window() {
     config.clock = clock.clone();
     config.metrics = Some(metrics.clone());
     let clients = kyb_controllers::credentials::Clients::shared(client.clone());
-    tokio::spawn(kyb_controllers::manager::run(clients, config));
+    tokio::spawn(kyb_controllers::manager::run(
+        clients,
+        config,
+        std::future::pending(),
+    ));
 
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
     deployments

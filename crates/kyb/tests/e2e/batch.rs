@@ -418,7 +418,11 @@ async fn start_cron() -> (
     });
     config.clock = clock.clone();
     let clients = kyb_controllers::credentials::Clients::shared(client.clone());
-    tokio::spawn(kyb_controllers::manager::run(clients, config));
+    tokio::spawn(kyb_controllers::manager::run(
+        clients,
+        config,
+        std::future::pending(),
+    ));
     (cluster, client, kubelet, clock)
 }
 

@@ -12,6 +12,7 @@ mod batch;
 mod cli;
 mod client;
 mod cluster;
+mod components;
 mod controller_manager;
 mod events;
 mod evictions;

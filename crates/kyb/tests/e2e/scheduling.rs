@@ -613,9 +613,15 @@ fn an_out_of_tree_plugin_is_registered_and_enabled_by_name() {
             .await
             .unwrap();
         let client = kube::Client::try_from(kube_config).unwrap();
-        kyb_scheduler::run(client, config, registry, "gold-test")
-            .await
-            .unwrap();
+        kyb_scheduler::run(
+            client,
+            config,
+            registry,
+            "gold-test",
+            std::future::pending(),
+        )
+        .await
+        .unwrap();
     });
 
     let gold_pod = |name: &str, cpu: &str| {

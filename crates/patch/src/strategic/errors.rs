@@ -3,7 +3,7 @@
 //! Kubernetes does not classify and answers as `500` with its text.
 
 use crate::PatchError;
-use kyb_api::gofmt;
+use kyb_apimachinery::gofmt;
 use serde_json::{Map, Value};
 
 pub(super) fn bad_json_doc() -> PatchError {

@@ -17,7 +17,7 @@ use super::merge_map::merge_map;
 use super::order;
 use super::schema::Field;
 use crate::PatchError;
-use kyb_api::gofmt;
+use kyb_apimachinery::gofmt;
 use order::id_key;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};

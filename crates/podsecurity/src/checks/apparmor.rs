@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use kyb_api::gofmt;
+use kyb_apimachinery::gofmt;
 
 use crate::checks::CheckFailure;
 use crate::pod::{PodView, object, string};

@@ -285,7 +285,7 @@ pub fn failure_reasons(failures: &[CheckFailure]) -> String {
 pub fn forbidden_reason(level: LevelVersion, failures: &[CheckFailure]) -> String {
     format!(
         "violates PodSecurity {}: {}",
-        kyb_api::gofmt::quote(&level.to_string()),
+        kyb_apimachinery::gofmt::quote(&level.to_string()),
         forbidden_detail(failures)
     )
 }
@@ -295,7 +295,7 @@ pub fn forbidden_reason(level: LevelVersion, failures: &[CheckFailure]) -> Strin
 pub fn violation_warning(level: LevelVersion, failures: &[CheckFailure]) -> String {
     format!(
         "would violate PodSecurity {}: {}",
-        kyb_api::gofmt::quote(&level.to_string()),
+        kyb_apimachinery::gofmt::quote(&level.to_string()),
         forbidden_detail(failures)
     )
 }

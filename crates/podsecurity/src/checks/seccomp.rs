@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use kyb_api::gofmt;
+use kyb_apimachinery::gofmt;
 use serde_json::{Map, Value};
 
 use crate::checks::CheckFailure;

@@ -2,10 +2,11 @@
 //! ValidatingAdmissionPolicyBinding.
 
 use super::{AGE, Column, NAME, Printer, count_cell, integer, name, owned, string};
-use crate::fields::{at, str_at, text};
+use crate::fields::text;
 use crate::selectors::label_selector_debug_string;
 use crate::timestamp::age;
 use jiff::Timestamp;
+use kyb_apimachinery::json::{at, str_at};
 use serde_json::Value;
 
 const WEBHOOK_COLUMNS: &[Column] = &[

@@ -7,10 +7,10 @@
 //! metric.
 
 use super::{AGE, Column, NAME, Printer, int, integer, name, owned, string};
-use crate::fields::{at, int_at, items, opt_int, str_at};
 use crate::quantity::quantity;
 use crate::timestamp::age;
 use jiff::Timestamp;
+use kyb_apimachinery::json::{at, int_at, items, opt_int, str_at};
 use serde_json::{Value, json};
 
 pub(crate) static HORIZONTAL_POD_AUTOSCALER: Printer = Printer {

@@ -5,10 +5,12 @@ use super::{
     owned, string,
 };
 use crate::duration::human_duration;
-use crate::fields::{at, count, int_at, is_deleting, items, opt_bool, opt_int, str_at, text};
+use crate::fields::text;
 use crate::selectors::format_label_selector;
 use crate::timestamp::{self, age, nanos_between};
 use jiff::Timestamp;
+use kyb_apimachinery::json::{at, count, int_at, items, opt_bool, opt_int, str_at};
+use kyb_apimachinery::meta::is_deleting;
 use serde_json::Value;
 
 pub(crate) static JOB: Printer = Printer {
@@ -119,7 +121,7 @@ fn cron_job_cells(cron_job: &Value, now: Timestamp) -> Vec<Value> {
     vec![
         name(cron_job),
         text(str_at(cron_job, &["spec", "schedule"])),
-        text(crate::fields::opt_str(cron_job, &["spec", "timeZone"]).unwrap_or("<none>")),
+        text(kyb_apimachinery::json::opt_str(cron_job, &["spec", "timeZone"]).unwrap_or("<none>")),
         text(suspend),
         int(count(cron_job, &["status", "active"])),
         owned(last_schedule),

@@ -2,9 +2,10 @@
 
 use super::{AGE, NAME, Printer, name, owned, string};
 use crate::duration::human_duration;
-use crate::fields::{items, opt_int, str_at, text, text_or};
+use crate::fields::{text, text_or};
 use crate::timestamp::age;
 use jiff::Timestamp;
+use kyb_apimachinery::json::{items, opt_int, str_at};
 use serde_json::Value;
 
 pub(crate) static CERTIFICATE_SIGNING_REQUEST: Printer = Printer {

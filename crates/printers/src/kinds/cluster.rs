@@ -2,9 +2,10 @@
 //! APIService.
 
 use super::{AGE, NAME, Printer, boolean, int, integer, name, owned, string, wide};
-use crate::fields::{at, bool_at, int_at, items, map_at, opt_str, str_at, text, text_or};
+use crate::fields::{text, text_or};
 use crate::timestamp::age;
 use jiff::Timestamp;
+use kyb_apimachinery::json::{at, bool_at, int_at, items, map_at, opt_str, str_at};
 use serde_json::Value;
 use std::collections::BTreeSet;
 

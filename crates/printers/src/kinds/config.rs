@@ -2,10 +2,11 @@
 //! ResourceQuota.
 
 use super::{AGE, NAME, Printer, int, name, owned, string};
-use crate::fields::{count, map_at, str_at, text};
+use crate::fields::text;
 use crate::quantity::quantity;
 use crate::timestamp::age;
 use jiff::Timestamp;
+use kyb_apimachinery::json::{count, map_at, str_at};
 use serde_json::Value;
 
 pub(crate) static SECRET: Printer = Printer {

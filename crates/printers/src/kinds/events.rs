@@ -5,9 +5,10 @@
 //! the series count, else the recorded count, and 1 for a singleton event.
 
 use super::{Column, NAME, Printer, int, owned, string, wide};
-use crate::fields::{at, int_at, str_at, text};
+use crate::fields::text;
 use crate::timestamp::{self, ZERO};
 use jiff::Timestamp;
+use kyb_apimachinery::json::{at, int_at, str_at};
 use serde_json::Value;
 
 /// Where each piece of an event lives in one API version.
@@ -138,7 +139,7 @@ fn event_cells(event: &Value, shape: &Shape, now: Timestamp) -> Vec<Value> {
         text(str_at(event, &[shape.message]).trim()),
         owned(first_seen),
         int(count),
-        text(crate::fields::name(event)),
+        text(kyb_apimachinery::meta::name(event).unwrap_or_default()),
     ]
 }
 

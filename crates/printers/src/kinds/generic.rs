@@ -2,9 +2,9 @@
 //! CustomResourceDefinition, …): the name and the creation time as an RFC 3339 date.
 
 use super::{Column, NAME, Printer, name, owned};
-use crate::fields::at;
 use crate::timestamp;
 use jiff::Timestamp;
+use kyb_apimachinery::json::at;
 use serde_json::Value;
 
 pub(crate) static DEFAULT: Printer = Printer {

@@ -98,7 +98,7 @@ pub(crate) const SELECTOR: Column = wide(string(
 
 /// The Name cell.
 pub(crate) fn name(object: &Value) -> Value {
-    fields::text(fields::name(object))
+    fields::text(kyb_apimachinery::meta::name(object).unwrap_or_default())
 }
 
 /// An integer cell.
@@ -108,7 +108,7 @@ pub(crate) fn int(n: i64) -> Value {
 
 /// The length of the list or map at `path`, as an integer cell.
 pub(crate) fn count_cell(object: &Value, path: &[&str]) -> Value {
-    int(fields::count(object, path))
+    int(kyb_apimachinery::json::count(object, path))
 }
 
 /// A string cell.
@@ -119,7 +119,7 @@ pub(crate) fn owned(s: String) -> Value {
 /// The container names and images of a pod spec, each joined by commas.
 pub(crate) fn container_cells(pod_spec: Option<&Value>) -> (Value, Value) {
     let containers = pod_spec
-        .map(|spec| fields::items(spec, &["containers"]))
+        .map(|spec| kyb_apimachinery::json::items(spec, &["containers"]))
         .unwrap_or_default();
     let mut names = String::new();
     let mut images = String::new();
@@ -128,8 +128,8 @@ pub(crate) fn container_cells(pod_spec: Option<&Value>) -> (Value, Value) {
             names.push(',');
             images.push(',');
         }
-        names.push_str(fields::str_at(container, &["name"]));
-        images.push_str(fields::str_at(container, &["image"]));
+        names.push_str(kyb_apimachinery::json::str_at(container, &["name"]));
+        images.push_str(kyb_apimachinery::json::str_at(container, &["image"]));
     }
     (Value::String(names), Value::String(images))
 }

@@ -2,10 +2,11 @@
 //! NetworkPolicy.
 
 use super::{AGE, NAME, Printer, name, owned, string, wide};
-use crate::fields::{at, int_at, items, map_at, opt_int, opt_str, str_at, text};
+use crate::fields::text;
 use crate::selectors::{format_label_selector, format_labels};
 use crate::timestamp::age;
 use jiff::Timestamp;
+use kyb_apimachinery::json::{at, int_at, items, map_at, opt_int, opt_str, str_at};
 use serde_json::Value;
 use std::collections::BTreeSet;
 

@@ -17,9 +17,10 @@
 //! containers once initialized) and adds how long ago the last restart was.
 
 use super::{AGE, NAME, Printer, name, owned, string, wide};
-use crate::fields::{self, at, int_at, items, opt_bool, str_at};
+use crate::fields;
 use crate::timestamp::{self, ZERO};
 use jiff::Timestamp;
+use kyb_apimachinery::json::{at, int_at, items, opt_bool, str_at};
 use serde_json::Value;
 
 pub(crate) static POD: Printer = Printer {
@@ -158,7 +159,7 @@ pub(crate) fn summarize(pod: &Value) -> Summary {
             continue;
         }
         if sidecar && opt_bool(container, &["started"]) == Some(true) {
-            if fields::bool_at(container, &["ready"]) {
+            if kyb_apimachinery::json::bool_at(container, &["ready"]) {
                 ready += 1;
             }
             continue;
@@ -200,7 +201,7 @@ pub(crate) fn summarize(pod: &Value) -> Summary {
                 } else {
                     why.to_owned()
                 };
-            } else if fields::bool_at(container, &["ready"])
+            } else if kyb_apimachinery::json::bool_at(container, &["ready"])
                 && state(container, "running").is_some()
             {
                 has_running = true;
@@ -217,7 +218,7 @@ pub(crate) fn summarize(pod: &Value) -> Summary {
         }
     }
 
-    if fields::is_deleting(pod) {
+    if kyb_apimachinery::meta::is_deleting(pod) {
         if pod_reason == "NodeLost" {
             reason = "Unknown".to_owned();
         } else if phase != "Succeeded" && phase != "Failed" {

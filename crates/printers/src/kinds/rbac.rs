@@ -2,9 +2,9 @@
 //! printer of their own and use the generic Name / Created At table.)
 
 use super::{AGE, Column, NAME, Printer, name, owned, string, wide};
-use crate::fields::{items, str_at};
 use crate::timestamp::age;
 use jiff::Timestamp;
+use kyb_apimachinery::json::{items, str_at};
 use serde_json::Value;
 
 const COLUMNS: &[Column] = &[

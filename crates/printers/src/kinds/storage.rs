@@ -2,10 +2,12 @@
 //! VolumeAttachment.
 
 use super::{AGE, Column, NAME, Printer, boolean, count_cell, integer, name, owned, string, wide};
-use crate::fields::{at, is_deleting, items, map_at, opt_bool, opt_str, str_at, text};
+use crate::fields::text;
 use crate::quantity::quantity;
 use crate::timestamp::age;
 use jiff::Timestamp;
+use kyb_apimachinery::json::{at, items, map_at, opt_bool, opt_str, str_at};
+use kyb_apimachinery::meta::is_deleting;
 use serde_json::Value;
 
 /// The pre-`storageClassName` annotation, which still takes precedence when present.
@@ -173,7 +175,10 @@ fn storage_class_cells(class: &Value, now: Timestamp) -> Vec<Value> {
             == Some("true")
     });
     let display_name = if is_default {
-        owned(format!("{} (default)", crate::fields::name(class)))
+        owned(format!(
+            "{} (default)",
+            kyb_apimachinery::meta::name(class).unwrap_or_default()
+        ))
     } else {
         name(class)
     };
@@ -297,7 +302,10 @@ fn volume_attachment_cells(attachment: &Value, now: Timestamp) -> Vec<Value> {
             &["spec", "source", "persistentVolumeName"],
         )),
         text(str_at(attachment, &["spec", "nodeName"])),
-        Value::Bool(crate::fields::bool_at(attachment, &["status", "attached"])),
+        Value::Bool(kyb_apimachinery::json::bool_at(
+            attachment,
+            &["status", "attached"],
+        )),
         age(attachment, now),
     ]
 }

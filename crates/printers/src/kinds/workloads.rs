@@ -5,10 +5,11 @@ use super::{
     AGE, CONTAINERS, IMAGES, NAME, Printer, SELECTOR, container_cells, int, integer, name, owned,
     ratio, string,
 };
-use crate::fields::{as_int, at, int_at, items, map_at, str_at, text};
+use crate::fields::text;
 use crate::selectors::{format_label_selector, format_labels, selector_string};
 use crate::timestamp::age;
 use jiff::Timestamp;
+use kyb_apimachinery::json::{as_int, at, int_at, items, map_at, str_at};
 use serde_json::Value;
 
 pub(crate) static POD_TEMPLATE: Printer = Printer {

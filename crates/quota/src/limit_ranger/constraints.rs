@@ -4,18 +4,18 @@
 //! Values are compared as Kubernetes does: in milli units when all three fit an `int64`
 //! that way, else in whole units, each rounded up.
 
-use kyb_validation::quantity::Quantity;
+use kyb_apimachinery::quantity::Quantity;
 
-use crate::quantity_ops::{MAX_MILLI_VALUE, milli_value, value};
 use crate::resource_list::ResourceList;
+use kyb_apimachinery::quantity::MAX_MILLI_VALUE;
 
 /// Request, limit and enforced value at a common precision (`requestLimitEnforcedValues`).
 fn common(req: Option<&Quantity>, lim: Option<&Quantity>, enforced: &Quantity) -> (i64, i64, i64) {
-    let v = |q: Option<&Quantity>| q.map_or(0, value);
-    let (r, l, e) = (v(req), v(lim), value(enforced));
+    let v = |q: Option<&Quantity>| q.map_or(0, Quantity::value);
+    let (r, l, e) = (v(req), v(lim), enforced.value());
     if r <= MAX_MILLI_VALUE && l <= MAX_MILLI_VALUE && e <= MAX_MILLI_VALUE {
-        let m = |q: Option<&Quantity>| q.map_or(0, milli_value);
-        (m(req), m(lim), milli_value(enforced))
+        let m = |q: Option<&Quantity>| q.map_or(0, Quantity::milli_value_i64);
+        (m(req), m(lim), enforced.milli_value_i64())
     } else {
         (r, l, e)
     }
@@ -123,10 +123,10 @@ pub(crate) fn ratio(
         ));
     }
     let observed = l as f64 / r as f64;
-    let (scaled, max_ratio) = if value(enforced) <= MAX_MILLI_VALUE {
-        (observed * 1000.0, milli_value(enforced) as f64)
+    let (scaled, max_ratio) = if enforced.value() <= MAX_MILLI_VALUE {
+        (observed * 1000.0, enforced.milli_value_i64() as f64)
     } else {
-        (observed, value(enforced) as f64)
+        (observed, enforced.value() as f64)
     };
     (scaled > max_ratio).then(|| {
         format!(

@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use kyb_validation::quantity::Quantity;
+use kyb_apimachinery::quantity::Quantity;
 use serde_json::{Map, Value};
 
-use crate::json::{arr_at, obj_at, str_at};
+use kyb_apimachinery::json::{items, map_at, opt_str};
 
 /// The annotation LimitRanger records its defaults in.
 pub const LIMIT_RANGER_ANNOTATION: &str = "kubernetes.io/limit-ranger";
@@ -26,12 +26,12 @@ impl ContainerDefaults {
     /// stored (already defaulted) objects. Unparseable quantities are skipped.
     pub(crate) fn of(limit_range: &Value) -> Self {
         let mut out = Self::default();
-        for item in arr_at(limit_range, &["spec", "limits"]) {
-            if str_at(item, &["type"]) != Some("Container") {
+        for item in items(limit_range, &["spec", "limits"]) {
+            if opt_str(item, &["type"]) != Some("Container") {
                 continue;
             }
             let list = |key: &str| -> BTreeMap<String, String> {
-                obj_at(item, &[key])
+                map_at(item, &[key])
                     .map(|m| {
                         m.iter()
                             .filter_map(|(k, v)| {

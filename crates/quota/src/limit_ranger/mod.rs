@@ -26,11 +26,11 @@ mod defaults;
 
 use serde_json::Value;
 
-use crate::json::{arr_at, at, obj_at, str_at};
 use crate::messages;
 use crate::pod_resources::{self, SPEC_ONLY, Which};
 use crate::resource_list::ResourceList;
 use kyb_api::Operation;
+use kyb_apimachinery::json::{at, items, map_at, opt_str};
 
 pub use defaults::LIMIT_RANGER_ANNOTATION;
 
@@ -99,9 +99,9 @@ struct ContainerLists {
 }
 
 fn container_lists(pod: &Value) -> Vec<ContainerLists> {
-    arr_at(pod, &["spec", "containers"])
+    items(pod, &["spec", "containers"])
         .iter()
-        .chain(arr_at(pod, &["spec", "initContainers"]))
+        .chain(items(pod, &["spec", "initContainers"]))
         .map(|c| ContainerLists {
             requests: pod_resources::container_list(c, Which::Requests),
             limits: pod_resources::container_list(c, Which::Limits),
@@ -115,9 +115,9 @@ fn item_list(item: &Value, key: &str) -> ResourceList {
 }
 
 fn limit_range_items(lr: &Value) -> impl Iterator<Item = (&str, &Value)> {
-    arr_at(lr, &["spec", "limits"])
+    items(lr, &["spec", "limits"])
         .iter()
-        .filter_map(|item| str_at(item, &["type"]).map(|t| (t, item)))
+        .filter_map(|item| opt_str(item, &["type"]).map(|t| (t, item)))
 }
 
 /// Checks the three constraint kinds of one item against one pair of lists.
@@ -169,7 +169,9 @@ pub fn validate_pod(pod: &Value, limit_ranges: &[Value]) -> Result<(), LimitErro
         }
         if !errors.is_empty() {
             return Err(LimitError {
-                limit_range: crate::json::name(lr).to_string(),
+                limit_range: kyb_apimachinery::meta::name(lr)
+                    .unwrap_or_default()
+                    .to_string(),
                 errors,
             });
         }
@@ -204,7 +206,9 @@ pub fn admit_pvc(pvc: &Value, limit_ranges: &[Value]) -> Result<(), LimitError> 
         }
         if !errors.is_empty() {
             return Err(LimitError {
-                limit_range: crate::json::name(lr).to_string(),
+                limit_range: kyb_apimachinery::meta::name(lr)
+                    .unwrap_or_default()
+                    .to_string(),
                 errors,
             });
         }
@@ -231,7 +235,7 @@ pub fn has_limits_for(limit_ranges: &[Value], resource: &str) -> bool {
                     "maxLimitRequestRatio",
                 ]
                 .iter()
-                .any(|k| obj_at(item, &[k]).is_some_and(|m| !m.is_empty()))
+                .any(|k| map_at(item, &[k]).is_some_and(|m| !m.is_empty()))
         })
     })
 }

@@ -11,10 +11,10 @@ use serde_json::Value;
 
 use super::evaluator::Evaluator;
 use super::scopes;
-use crate::json::{at, name, obj_at, str_at};
 use crate::messages;
 use crate::resource_list::ResourceList;
 use kyb_api::Operation;
+use kyb_apimachinery::json::{at, map_at, opt_str};
 
 /// Why a write was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -129,11 +129,11 @@ pub(crate) fn check(
         ev.check_scopes(&selectors, new).map_err(|e| {
             QuotaError::Internal(format!(
                 "error matching scopes of quota {}, err: {e}",
-                name(quota)
+                kyb_apimachinery::meta::name(quota).unwrap_or_default()
             ))
         })?;
         // Cheap test on the names before parsing any quantity.
-        let tracks = obj_at(quota, &["status", "hard"])
+        let tracks = map_at(quota, &["status", "hard"])
             .is_some_and(|m| m.keys().any(|n| ev.matches_resource(n)));
         if !tracks {
             continue;
@@ -143,13 +143,17 @@ pub(crate) fn check(
             continue;
         }
         let restricted = ev.matching_resources(hard.names());
-        ev.constraints(&restricted, new)
-            .map_err(|e| QuotaError::Forbidden(format!("failed quota: {}: {e}", name(quota))))?;
+        ev.constraints(&restricted, new).map_err(|e| {
+            QuotaError::Forbidden(format!(
+                "failed quota: {}: {e}",
+                kyb_apimachinery::meta::name(quota).unwrap_or_default()
+            ))
+        })?;
         let used = ResourceList::from_opt(at(quota, &["status", "used"]));
         if restricted.iter().any(|r| !used.contains(r)) {
             return Err(QuotaError::Forbidden(format!(
                 "status unknown for quota: {}, resources: {}",
-                name(quota),
+                kyb_apimachinery::meta::name(quota).unwrap_or_default(),
                 restricted.iter().cloned().collect::<Vec<_>>().join(",")
             )));
         }
@@ -185,7 +189,7 @@ pub(crate) fn check(
                     .to_string(),
             ));
         };
-        if str_at(old, &["metadata", "resourceVersion"]).is_some_and(|rv| !rv.is_empty()) {
+        if opt_str(old, &["metadata", "resourceVersion"]).is_some_and(|rv| !rv.is_empty()) {
             let growth = input.sub_non_negative(&ev.usage(old, now));
             for (i, q) in interesting.iter().enumerate() {
                 if matches(ev, &q.hard, &q.selectors, old).map_err(QuotaError::Internal)?
@@ -210,7 +214,7 @@ pub(crate) fn check(
             let pick = |l: &ResourceList| l.mask(|n| exceeded.iter().any(|e| e == n)).pretty();
             return Err(QuotaError::Forbidden(format!(
                 "exceeded quota: {}, requested: {}, used: {}, limited: {}",
-                name(q.quota),
+                kyb_apimachinery::meta::name(q.quota).unwrap_or_default(),
                 pick(&requested),
                 pick(&q.used),
                 pick(&q.hard)
@@ -218,11 +222,13 @@ pub(crate) fn check(
         }
         if !new_used.equals(&q.used) {
             updates.push(QuotaUpdate {
-                namespace: str_at(q.quota, &["metadata", "namespace"])
+                namespace: opt_str(q.quota, &["metadata", "namespace"])
                     .unwrap_or_default()
                     .to_string(),
-                name: name(q.quota).to_string(),
-                resource_version: str_at(q.quota, &["metadata", "resourceVersion"])
+                name: kyb_apimachinery::meta::name(q.quota)
+                    .unwrap_or_default()
+                    .to_string(),
+                resource_version: opt_str(q.quota, &["metadata", "resourceVersion"])
                     .unwrap_or_default()
                     .to_string(),
                 used: new_used,

@@ -8,14 +8,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::{SignedDuration, Timestamp};
-use kyb_validation::quantity::Quantity;
+use kyb_apimachinery::quantity::Quantity;
 use serde_json::Value;
 
 use super::scopes::{self, ScopeSelector};
-use crate::json::{arr_at, at, obj_at, str_at};
 use crate::pod_resources::{self, FOR_QUOTA, Which};
 use crate::resource_list::ResourceList;
 use kyb_api::Operation;
+use kyb_apimachinery::json::{at, items, map_at, opt_str};
 
 /// Resources quota never looks at (`install.DefaultIgnoredResources`).
 const IGNORED: &[(&str, &str)] = &[
@@ -123,7 +123,7 @@ fn is_extended_resource(name: &str) -> bool {
         return false;
     }
     let quota_name = format!("requests.{name}");
-    kyb_api::labels::check_key(&quota_name).is_ok()
+    kyb_apimachinery::labels::check_key(&quota_name).is_ok()
 }
 
 impl<'a> Evaluator<'a> {
@@ -271,15 +271,15 @@ impl<'a> Evaluator<'a> {
             return Ok(());
         }
         let mut missing: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-        for c in arr_at(pod, &["spec", "containers"])
+        for c in items(pod, &["spec", "containers"])
             .iter()
-            .chain(arr_at(pod, &["spec", "initContainers"]))
+            .chain(items(pod, &["spec", "initContainers"]))
         {
             let used = compute_usage(
                 &pod_resources::container_list(c, Which::Requests),
                 &pod_resources::container_list(c, Which::Limits),
             );
-            let name = str_at(c, &["name"]).unwrap_or_default();
+            let name = opt_str(c, &["name"]).unwrap_or_default();
             for r in &required {
                 if !used.contains(r) {
                     missing.entry(r).or_default().insert(name);
@@ -336,13 +336,13 @@ fn compute_usage(requests: &ResourceList, limits: &ResourceList) -> ResourceList
 /// `deletionGracePeriodSeconds`, both set, lies before `now`).
 pub(crate) fn pod_counts(pod: &Value, now: Timestamp) -> bool {
     if matches!(
-        str_at(pod, &["status", "phase"]),
+        opt_str(pod, &["status", "phase"]),
         Some("Succeeded" | "Failed")
     ) {
         return false;
     }
     let deletion =
-        str_at(pod, &["metadata", "deletionTimestamp"]).and_then(|t| t.parse::<Timestamp>().ok());
+        opt_str(pod, &["metadata", "deletionTimestamp"]).and_then(|t| t.parse::<Timestamp>().ok());
     let grace = at(pod, &["metadata", "deletionGracePeriodSeconds"]).and_then(Value::as_i64);
     if let (Some(deletion), Some(grace)) = (deletion, grace) {
         let end = deletion.saturating_add(SignedDuration::from_secs(grace));
@@ -368,14 +368,14 @@ fn pod_usage(pod: &Value, now: Timestamp) -> ResourceList {
 }
 
 fn service_usage(svc: &Value) -> ResourceList {
-    let ports = arr_at(svc, &["spec", "ports"]);
+    let ports = items(svc, &["spec", "ports"]);
     let count = |n: usize| Quantity::from_int(i64::try_from(n).unwrap_or(i64::MAX));
     let mut out = ResourceList::new();
     out.insert("count/services", one());
     out.insert("services", one());
     out.insert("services.loadbalancers", Quantity::from_int(0));
     out.insert("services.nodeports", Quantity::from_int(0));
-    match str_at(svc, &["spec", "type"]) {
+    match opt_str(svc, &["spec", "type"]) {
         Some("NodePort") => out.insert("services.nodeports", count(ports.len())),
         Some("LoadBalancer") => {
             let allocate =
@@ -402,12 +402,12 @@ fn service_usage(svc: &Value) -> ResourceList {
 
 /// A claim's storage class: the beta annotation when present, else `spec.storageClassName`.
 fn claim_class(pvc: &Value) -> &str {
-    if let Some(annotations) = obj_at(pvc, &["metadata", "annotations"])
+    if let Some(annotations) = map_at(pvc, &["metadata", "annotations"])
         && let Some(class) = annotations.get("volume.beta.kubernetes.io/storage-class")
     {
         return class.as_str().unwrap_or_default();
     }
-    str_at(pvc, &["spec", "storageClassName"]).unwrap_or_default()
+    opt_str(pvc, &["spec", "storageClassName"]).unwrap_or_default()
 }
 
 /// Rounded up to whole bytes.
@@ -437,7 +437,7 @@ fn claim_usage(pvc: &Value) -> ResourceList {
         match at(pvc, &["status", "allocatedResources", "storage"])
             .and_then(|v| Quantity::from_json(v).ok())
         {
-            Some(alloc) if crate::quantity_ops::gt(&alloc, &req) => whole(&alloc),
+            Some(alloc) if alloc.cmp_q(&req).is_gt() => whole(&alloc),
             _ => req,
         }
     });

@@ -8,8 +8,8 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::json::{arr_at, at, str_at};
 use crate::pod_resources;
+use kyb_apimachinery::json::{at, items, opt_str};
 
 /// One scope requirement of a quota.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,7 +34,7 @@ impl fmt::Display for ScopeSelector {
 
 /// The quota's scope requirements, in Kubernetes' order.
 pub(crate) fn selectors(quota: &Value) -> Vec<ScopeSelector> {
-    let mut out: Vec<ScopeSelector> = arr_at(quota, &["spec", "scopes"])
+    let mut out: Vec<ScopeSelector> = items(quota, &["spec", "scopes"])
         .iter()
         .filter_map(Value::as_str)
         .map(|s| ScopeSelector {
@@ -43,11 +43,11 @@ pub(crate) fn selectors(quota: &Value) -> Vec<ScopeSelector> {
             values: Vec::new(),
         })
         .collect();
-    for e in arr_at(quota, &["spec", "scopeSelector", "matchExpressions"]) {
+    for e in items(quota, &["spec", "scopeSelector", "matchExpressions"]) {
         out.push(ScopeSelector {
-            scope: str_at(e, &["scopeName"]).unwrap_or_default().to_string(),
-            operator: str_at(e, &["operator"]).unwrap_or_default().to_string(),
-            values: arr_at(e, &["values"])
+            scope: opt_str(e, &["scopeName"]).unwrap_or_default().to_string(),
+            operator: opt_str(e, &["operator"]).unwrap_or_default().to_string(),
+            values: items(e, &["values"])
                 .iter()
                 .filter_map(Value::as_str)
                 .map(str::to_string)
@@ -68,10 +68,10 @@ fn is_terminating(pod: &Value) -> bool {
 /// `namespaceSelector`).
 fn uses_cross_namespace_affinity(pod: &Value) -> bool {
     let cross = |term: &Value| {
-        !arr_at(term, &["namespaces"]).is_empty() || at(term, &["namespaceSelector"]).is_some()
+        !items(term, &["namespaces"]).is_empty() || at(term, &["namespaceSelector"]).is_some()
     };
     ["podAffinity", "podAntiAffinity"].iter().any(|kind| {
-        arr_at(
+        items(
             pod,
             &[
                 "spec",
@@ -82,7 +82,7 @@ fn uses_cross_namespace_affinity(pod: &Value) -> bool {
         )
         .iter()
         .any(cross)
-            || arr_at(
+            || items(
                 pod,
                 &[
                     "spec",
@@ -106,7 +106,7 @@ fn priority_class_matches(sel: &ScopeSelector, class: Option<&str>) -> Result<bo
             "[{}]",
             sel.values
                 .iter()
-                .map(|v| kyb_api::gofmt::quote(v))
+                .map(|v| kyb_apimachinery::gofmt::quote(v))
                 .collect::<Vec<_>>()
                 .join(",")
         )
@@ -125,15 +125,15 @@ fn priority_class_matches(sel: &ScopeSelector, class: Option<&str>) -> Result<bo
         other => {
             return Err(wrap(format!(
                 "{} is not a valid scope selector operator",
-                kyb_api::gofmt::quote(other)
+                kyb_apimachinery::gofmt::quote(other)
             )));
         }
     }
     for (i, v) in sel.values.iter().enumerate() {
-        if kyb_api::labels::check_value(v).is_err() {
+        if kyb_apimachinery::labels::check_value(v).is_err() {
             errs.push(format!(
                 "values[{i}]: Invalid value: {}: a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character",
-                kyb_api::gofmt::quote(v)
+                kyb_apimachinery::gofmt::quote(v)
             ));
         }
     }
@@ -160,7 +160,7 @@ pub(crate) fn pod_matches(sel: &ScopeSelector, pod: &Value) -> Result<bool, Stri
         "BestEffort" => pod_resources::is_best_effort(pod),
         "NotBestEffort" => !pod_resources::is_best_effort(pod),
         "PriorityClass" => {
-            let class = str_at(pod, &["spec", "priorityClassName"]).filter(|c| !c.is_empty());
+            let class = opt_str(pod, &["spec", "priorityClassName"]).filter(|c| !c.is_empty());
             if sel.operator == "Exists" {
                 class.is_some()
             } else {
@@ -177,7 +177,23 @@ pub(crate) fn pod_matches(sel: &ScopeSelector, pod: &Value) -> Result<bool, Stri
 /// resources; unknown scopes anything. Quota validation applies it to the standard quota
 /// resource names only.
 pub fn scope_allows_resource(scope: &str, resource: &str) -> bool {
-    kyb_validation::quota_scope_allows_resource(scope, resource)
+    const COMPUTE: &[&str] = &[
+        "cpu",
+        "memory",
+        "limits.cpu",
+        "limits.memory",
+        "requests.cpu",
+        "requests.memory",
+    ];
+    match scope {
+        "Terminating"
+        | "NotTerminating"
+        | "NotBestEffort"
+        | "PriorityClass"
+        | "CrossNamespacePodAffinity" => resource == "pods" || COMPUTE.contains(&resource),
+        "BestEffort" => resource == "pods",
+        _ => true,
+    }
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use serde_json::{Map, Value};
 
 use super::evaluator::{self, Evaluator, Kind};
 use super::scopes;
-use crate::json::{at, obj_at};
 use crate::resource_list::ResourceList;
+use kyb_apimachinery::json::{at, map_at};
 
 /// A (group, resource) pair; `group` is "" for the core API.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -38,7 +38,7 @@ pub fn tracked_resources(quota: &Value) -> BTreeSet<String> {
 fn tracked_names(quota: &Value) -> impl Iterator<Item = &str> {
     [["spec", "hard"], ["status", "hard"]]
         .into_iter()
-        .filter_map(move |path| obj_at(quota, &path))
+        .filter_map(move |path| map_at(quota, &path))
         .flat_map(|m| m.keys().map(String::as_str))
 }
 
@@ -101,7 +101,7 @@ where
     I: IntoIterator<Item = V>,
     V: Borrow<Value>,
 {
-    let hard: BTreeSet<String> = obj_at(quota, &["spec", "hard"])
+    let hard: BTreeSet<String> = map_at(quota, &["spec", "hard"])
         .map(|m| m.keys().cloned().collect())
         .unwrap_or_default();
     let selectors = scopes::selectors(quota);
@@ -110,7 +110,10 @@ where
         let tracked = ev.matching_resources(hard.iter().map(String::as_str));
         let mut used = ResourceList::new();
         for name in &tracked {
-            used.insert(name.clone(), crate::quantity_ops::zero());
+            used.insert(
+                name.clone(),
+                kyb_apimachinery::quantity::Quantity::from_int(0),
+            );
         }
         // Only pods have scopes; a scoped quota matches no other object.
         if ev.kind == Kind::Pods || selectors.is_empty() {

@@ -157,3 +157,14 @@ impl NodeInfo {
         })
     }
 }
+
+/// Node affinity reads a node's name and labels through this.
+impl kyb_component_helpers::nodeaffinity::NodeView for NodeInfo {
+    fn node_name(&self) -> &str {
+        &self.name
+    }
+
+    fn node_label(&self, key: &str) -> Option<&str> {
+        self.label(key)
+    }
+}

@@ -4,7 +4,7 @@
 
 use super::resources::{self, Resources};
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm};
-use kyb_api::labels::Selector;
+use kyb_apimachinery::labels::Selector;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 

@@ -1,11 +1,12 @@
 //! Resource amounts as the scheduler adds and compares them: CPU in millicores, memory and
 //! ephemeral storage in bytes, the pod count, and every other (extended, hugepages) resource
-//! by name. Pod requests follow Kubernetes' rules: the sum of the containers' requests and
-//! of the sidecars (restartable init containers), or the largest init container's if
-//! larger, plus the pod overhead.
+//! by name. Pod requests follow Kubernetes' rules (`kyb_component_helpers::resource`): the
+//! sum of the containers' requests and of the sidecars (restartable init containers), or
+//! the largest init container's if larger, plus the pod overhead.
 
 use k8s_openapi::api::core::v1::{Container, Node, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kyb_component_helpers::resource::{self, Amounts};
 use std::collections::BTreeMap;
 
 pub const CPU: &str = "cpu";
@@ -31,14 +32,14 @@ pub struct Resources {
 }
 
 fn milli(quantity: &Quantity) -> i64 {
-    kyb_validation::quantity::Quantity::parse(&quantity.0)
-        .map(|q| i64::try_from(q.milli_value()).unwrap_or(i64::MAX))
+    kyb_apimachinery::quantity::Quantity::parse(&quantity.0)
+        .map(|q| q.milli_value_i64())
         .unwrap_or(0)
 }
 
 fn value(quantity: &Quantity) -> i64 {
-    kyb_validation::quantity::Quantity::parse(&quantity.0)
-        .map(|q| i64::try_from(q.ceil_value()).unwrap_or(i64::MAX))
+    kyb_apimachinery::quantity::Quantity::parse(&quantity.0)
+        .map(|q| q.value())
         .unwrap_or(0)
 }
 
@@ -137,40 +138,23 @@ fn container_requests(container: &Container) -> Resources {
         .unwrap_or_default()
 }
 
-fn is_sidecar(container: &Container) -> bool {
-    container.restart_policy.as_deref() == Some("Always")
+impl Amounts for Resources {
+    fn add(&mut self, other: &Self) {
+        Resources::add(self, other);
+    }
+
+    fn max_with(&mut self, other: &Self) {
+        Resources::max_with(self, other);
+    }
 }
 
-/// Combines per-container amounts as Kubernetes combines requests: regular containers and
-/// sidecars add up; each ordinary init container runs alone beside the sidecars started
-/// before it; the pod needs the larger of the two.
+/// Combines per-container amounts as Kubernetes combines requests
+/// (`kyb_component_helpers::resource`), plus the pod overhead.
 fn combine(pod: &Pod, per_container: impl Fn(&Container) -> Resources) -> Resources {
-    let Some(spec) = pod.spec.as_ref() else {
-        return Resources::default();
-    };
-    let mut total = Resources::default();
-    for container in &spec.containers {
-        total.add(&per_container(container));
+    match pod.spec.as_ref() {
+        Some(spec) => resource::pod_amounts(spec, per_container, Resources::from_list),
+        None => Resources::default(),
     }
-    let mut sidecars = Resources::default();
-    let mut init_peak = Resources::default();
-    for container in spec.init_containers.iter().flatten() {
-        let requests = per_container(container);
-        if is_sidecar(container) {
-            sidecars.add(&requests);
-            init_peak.max_with(&sidecars);
-        } else {
-            let mut running = sidecars.clone();
-            running.add(&requests);
-            init_peak.max_with(&running);
-        }
-    }
-    total.add(&sidecars);
-    total.max_with(&init_peak);
-    if let Some(overhead) = &spec.overhead {
-        total.add(&Resources::from_list(overhead));
-    }
-    total
 }
 
 /// What a pod requests.

@@ -13,11 +13,10 @@
 //! - PreScore / Score: the sum of the weights of the preferred terms the node matches (the
 //!   pod's and the `addedAffinity` ones), normalized to 0..100 by the highest score.
 //!
-//! Requirement operators: `In`, `NotIn`, `Exists`, `DoesNotExist`, `Gt`, `Lt` on labels;
-//! `In` and `NotIn` (one value) on fields, of which a node has `metadata.name`. As in
-//! Kubernetes, an invalid term of the pod's required affinity never matches (the others
-//! still do), an invalid preferred term is an error, and invalid `addedAffinity` terms
-//! refuse the configuration.
+//! Terms are matched by `kyb_component_helpers::nodeaffinity` (Kubernetes' `nodeaffinity`
+//! helper): as in Kubernetes, an invalid term of the pod's required affinity never matches
+//! (the others still do), an invalid preferred term is an error, and invalid
+//! `addedAffinity` terms refuse the configuration.
 //!
 //! Args (`NodeAffinityArgs`): `addedAffinity`, a node affinity every pod of the profile gets
 //! on top of its own.
@@ -27,10 +26,11 @@ use crate::framework::{
     PodInfo, PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin, Snapshot, Status,
 };
 use k8s_openapi::api::core::v1::{
-    NodeAffinity as NodeAffinitySpec, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
-    PreferredSchedulingTerm,
+    NodeAffinity as NodeAffinitySpec, NodeSelector, Pod, PreferredSchedulingTerm,
 };
-use kyb_api::labels::{self, Operator, Requirement, Selector};
+use kyb_component_helpers::nodeaffinity::{
+    self, NODE_NAME_FIELD, NodeSelectorMatcher, PreferredTerms, RequiredNodeAffinity,
+};
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -48,329 +48,12 @@ pub const ERR_REASON_CONFLICT: &str = "pod affinity terms conflict";
 const PRE_FILTER_KEY: &str = "PreFilterNodeAffinity";
 const PRE_SCORE_KEY: &str = "PreScoreNodeAffinity";
 
-/// The only node field selectors can match.
-const NODE_NAME_FIELD: &str = "metadata.name";
-
-/// A `matchFields` requirement: the node's field equal (`In`) or not (`NotIn`) to `value`.
-#[derive(Clone, Debug)]
-struct FieldRequirement {
-    key: String,
-    value: String,
-    equal: bool,
-}
-
-impl FieldRequirement {
-    fn matches(&self, node: &NodeInfo) -> bool {
-        // A node's only field is its name; any other field reads as empty.
-        let field = if self.key == NODE_NAME_FIELD {
-            node.name.as_str()
-        } else {
-            ""
-        };
-        (field == self.value) == self.equal
-    }
-}
-
-/// A parsed node selector term: label requirements and field requirements, ANDed. A term
-/// with neither matches no node.
-#[derive(Clone, Debug, Default)]
-pub struct NodeSelectorTermMatcher {
-    labels: Option<Selector>,
-    fields: Option<Vec<FieldRequirement>>,
-}
-
-impl NodeSelectorTermMatcher {
-    /// Parses a term; the errors name the offending fields under `path`.
-    pub fn parse(term: &NodeSelectorTerm, path: &str) -> Result<Self, Vec<String>> {
-        let mut errors = Vec::new();
-        let mut parsed = NodeSelectorTermMatcher::default();
-        if let Some(expressions) = term.match_expressions.as_ref().filter(|e| !e.is_empty()) {
-            match label_requirements(expressions, &format!("{path}.matchExpressions")) {
-                Ok(selector) => parsed.labels = Some(selector),
-                Err(e) => errors.extend(e),
-            }
-        }
-        if let Some(fields) = term.match_fields.as_ref().filter(|f| !f.is_empty()) {
-            match field_requirements(fields, &format!("{path}.matchFields")) {
-                Ok(fields) => parsed.fields = Some(fields),
-                Err(e) => errors.extend(e),
-            }
-        }
-        if errors.is_empty() {
-            Ok(parsed)
-        } else {
-            Err(errors)
-        }
-    }
-
-    pub fn matches(&self, node: &NodeInfo) -> bool {
-        if self.labels.is_none() && self.fields.is_none() {
-            return false;
-        }
-        if let Some(selector) = &self.labels
-            && !selector.matches_pairs(|key| node.label(key))
-        {
-            return false;
-        }
-        self.fields
-            .iter()
-            .flatten()
-            .all(|requirement| requirement.matches(node))
-    }
-}
-
-/// `matchExpressions` as a label selector (Kubernetes' `labels.NewRequirement` checks).
-fn label_requirements(
-    expressions: &[NodeSelectorRequirement],
-    path: &str,
-) -> Result<Selector, Vec<String>> {
-    let mut errors = Vec::new();
-    let mut requirements = Vec::with_capacity(expressions.len());
-    for (i, expression) in expressions.iter().enumerate() {
-        let path = format!("{path}[{i}]");
-        let values: &[String] = expression.values.as_deref().unwrap_or_default();
-        let operator = match expression.operator.as_str() {
-            "In" => Operator::In,
-            "NotIn" => Operator::NotIn,
-            "Exists" => Operator::Exists,
-            "DoesNotExist" => Operator::DoesNotExist,
-            "Gt" => Operator::GreaterThan,
-            "Lt" => Operator::LessThan,
-            other => {
-                errors.push(format!(
-                    "{path}.operator: Unsupported value: {other:?}: supported values: \"DoesNotExist\", \"Exists\", \"Gt\", \"In\", \"Lt\", \"NotIn\""
-                ));
-                continue;
-            }
-        };
-        let before = errors.len();
-        if let Err(e) = labels::check_key(&expression.key) {
-            errors.push(format!("{path}.key: {e}"));
-        }
-        let invalid_values = |why: &str| format!("{path}.values: Invalid value: {values:?}: {why}");
-        match operator {
-            Operator::In | Operator::NotIn if values.is_empty() => {
-                errors.push(invalid_values(
-                    "for 'in', 'notin' operators, values set can't be empty",
-                ));
-            }
-            Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
-                errors.push(invalid_values(
-                    "values set must be empty for exists and does not exist",
-                ));
-            }
-            Operator::GreaterThan | Operator::LessThan => {
-                if values.len() != 1 {
-                    errors.push(invalid_values(
-                        "for 'Gt', 'Lt' operators, exactly one value is required",
-                    ));
-                }
-                for (j, value) in values.iter().enumerate() {
-                    if value.parse::<i64>().is_err() {
-                        errors.push(format!(
-                            "{path}.values[{j}]: Invalid value: {value:?}: for 'Gt', 'Lt' operators, the value must be an integer"
-                        ));
-                    }
-                }
-            }
-            _ => {}
-        }
-        for (j, value) in values.iter().enumerate() {
-            if let Err(e) = labels::check_value(value) {
-                errors.push(format!("{path}.values[{j}]: {e}"));
-            }
-        }
-        if errors.len() == before {
-            requirements.push(Requirement {
-                key: expression.key.clone(),
-                operator,
-                values: values.iter().cloned().collect::<BTreeSet<String>>(),
-            });
-        }
-    }
-    if errors.is_empty() {
-        Ok(Selector { requirements })
-    } else {
-        Err(errors)
-    }
-}
-
-/// `matchFields` as field requirements (`In` and `NotIn`, one value each).
-fn field_requirements(
-    requirements: &[NodeSelectorRequirement],
-    path: &str,
-) -> Result<Vec<FieldRequirement>, Vec<String>> {
-    let mut errors = Vec::new();
-    let mut parsed = Vec::with_capacity(requirements.len());
-    for (i, requirement) in requirements.iter().enumerate() {
-        let path = format!("{path}[{i}]");
-        let equal = match requirement.operator.as_str() {
-            "In" => true,
-            "NotIn" => false,
-            other => {
-                errors.push(format!(
-                    "{path}.operator: Invalid value: {other:?}: not a valid selector operator"
-                ));
-                continue;
-            }
-        };
-        match requirement.values.as_deref().unwrap_or_default() {
-            [value] => parsed.push(FieldRequirement {
-                key: requirement.key.clone(),
-                value: value.clone(),
-                equal,
-            }),
-            values => errors.push(format!(
-                "{path}.values: Invalid value: {values:?}: must have one element"
-            )),
-        }
-    }
-    if errors.is_empty() {
-        Ok(parsed)
-    } else {
-        Err(errors)
-    }
-}
-
-fn is_empty_term(term: &NodeSelectorTerm) -> bool {
-    term.match_expressions.as_ref().is_none_or(Vec::is_empty)
-        && term.match_fields.as_ref().is_none_or(Vec::is_empty)
-}
-
-/// A parsed `NodeSelector`: its terms, ORed.
-#[derive(Clone, Debug, Default)]
-pub struct NodeSelectorMatcher {
-    terms: Vec<NodeSelectorTermMatcher>,
-}
-
-impl NodeSelectorMatcher {
-    /// Parses every term; any invalid term is an error (the plugin's arguments).
-    pub fn parse(selector: &NodeSelector, path: &str) -> Result<Self, String> {
-        let mut terms = Vec::new();
-        let mut errors = Vec::new();
-        for (i, term) in selector.node_selector_terms.iter().enumerate() {
-            if is_empty_term(term) {
-                continue;
-            }
-            match NodeSelectorTermMatcher::parse(term, &format!("{path}.nodeSelectorTerms[{i}]")) {
-                Ok(term) => terms.push(term),
-                Err(e) => errors.extend(e),
-            }
-        }
-        if errors.is_empty() {
-            Ok(NodeSelectorMatcher { terms })
-        } else {
-            Err(errors.join(", "))
-        }
-    }
-
-    /// Parses the terms, dropping invalid ones (they match no node): how Kubernetes reads
-    /// a pod's required node affinity.
-    pub fn parse_lenient(selector: &NodeSelector) -> Self {
-        NodeSelectorMatcher {
-            terms: selector
-                .node_selector_terms
-                .iter()
-                .filter(|t| !is_empty_term(t))
-                .filter_map(|t| NodeSelectorTermMatcher::parse(t, "").ok())
-                .collect(),
-        }
-    }
-
-    pub fn matches(&self, node: &NodeInfo) -> bool {
-        node.node.is_some() && self.terms.iter().any(|t| t.matches(node))
-    }
-}
-
-/// Parsed preferred scheduling terms with their weights (terms of weight 0 dropped).
-#[derive(Clone, Debug, Default)]
-pub struct PreferredTerms {
-    terms: Vec<(NodeSelectorTermMatcher, i64)>,
-}
-
-impl PreferredTerms {
-    pub fn parse(terms: &[PreferredSchedulingTerm], path: &str) -> Result<Self, String> {
-        let mut parsed = Vec::with_capacity(terms.len());
-        let mut errors = Vec::new();
-        for (i, term) in terms.iter().enumerate() {
-            if term.weight == 0 {
-                continue;
-            }
-            match NodeSelectorTermMatcher::parse(
-                &term.preference,
-                &format!("{path}[{i}].preference"),
-            ) {
-                Ok(matcher) => parsed.push((matcher, i64::from(term.weight))),
-                Err(e) => errors.extend(e),
-            }
-        }
-        if errors.is_empty() {
-            Ok(PreferredTerms { terms: parsed })
-        } else {
-            Err(errors.join(", "))
-        }
-    }
-
-    /// The sum of the weights of the terms the node matches.
-    pub fn score(&self, node: &NodeInfo) -> i64 {
-        self.terms
-            .iter()
-            .filter(|(term, _)| term.matches(node))
-            .map(|(_, weight)| weight)
-            .sum()
-    }
-}
-
-/// What a node must satisfy for a pod: its `nodeSelector` and its required node affinity.
-/// (PodTopologySpread's `nodeAffinityPolicy: Honor` asks the same question.)
-#[derive(Clone, Debug, Default)]
-pub struct RequiredNodeAffinity {
-    node_selector: Vec<(String, String)>,
-    affinity: Option<NodeSelectorMatcher>,
-}
-
-impl RequiredNodeAffinity {
-    pub fn from_pod(pod: &Pod) -> Self {
-        let spec = pod.spec.as_ref();
-        RequiredNodeAffinity {
-            node_selector: spec
-                .and_then(|s| s.node_selector.as_ref())
-                .map(|s| s.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-                .unwrap_or_default(),
-            affinity: required_terms(pod).map(NodeSelectorMatcher::parse_lenient),
-        }
-    }
-
-    pub fn matches(&self, node: &NodeInfo) -> bool {
-        if node.node.is_none() {
-            return false;
-        }
-        if !self
-            .node_selector
-            .iter()
-            .all(|(key, value)| node.label(key) == Some(value.as_str()))
-        {
-            return false;
-        }
-        self.affinity.as_ref().is_none_or(|a| a.matches(node))
-    }
-}
-
-fn node_affinity_of(pod: &Pod) -> Option<&NodeAffinitySpec> {
-    pod.spec.as_ref()?.affinity.as_ref()?.node_affinity.as_ref()
-}
-
 fn required_terms(pod: &Pod) -> Option<&NodeSelector> {
-    node_affinity_of(pod)?
-        .required_during_scheduling_ignored_during_execution
-        .as_ref()
+    nodeaffinity::required_terms(pod.spec.as_ref()?)
 }
 
 fn preferred_terms(pod: &Pod) -> Option<&[PreferredSchedulingTerm]> {
-    node_affinity_of(pod)?
-        .preferred_during_scheduling_ignored_during_execution
-        .as_deref()
-        .filter(|t| !t.is_empty())
+    nodeaffinity::preferred_terms(pod.spec.as_ref()?)
 }
 
 /// The node names the required terms pin through `matchFields` (`metadata.name In …`):
@@ -521,7 +204,7 @@ impl PreFilterPlugin for NodeAffinity {
         }
         state.write(
             PRE_FILTER_KEY,
-            Arc::new(RequiredNodeAffinity::from_pod(&pod.pod)),
+            Arc::new(RequiredNodeAffinity::new(&pod.pod)),
         );
         let Some(required) = required.filter(|r| !r.node_selector_terms.is_empty()) else {
             return (None, Status::success());
@@ -552,7 +235,7 @@ impl FilterPlugin for NodeAffinity {
         let matches = match state.read::<Arc<RequiredNodeAffinity>>(PRE_FILTER_KEY) {
             Some(required) => required.matches(node),
             // PreFilter disabled in the profile: parse here.
-            None => RequiredNodeAffinity::from_pod(&pod.pod).matches(node),
+            None => RequiredNodeAffinity::new(&pod.pod).matches(node),
         };
         if matches {
             Status::success()

@@ -7,7 +7,8 @@
 use crate::framework::{
     ClusterEvent, CycleState, FilterPlugin, Handle, NodeInfo, Plugin, PodInfo, Status,
 };
-use k8s_openapi::api::core::v1::Toleration;
+use k8s_openapi::api::core::v1::{Taint, Toleration};
+use kyb_component_helpers::tolerations;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -44,23 +45,16 @@ impl Plugin for NodeUnschedulable {
     }
 }
 
-/// Whether a toleration tolerates the unschedulable taint (no value, effect NoSchedule), by
-/// Kubernetes' matching: an effect, if given, must be the taint's; a key, if given, must be
-/// the taint's; `Exists` matches any value, `Equal` (or no operator) the empty one.
+/// Whether a toleration tolerates the unschedulable taint (no value, effect NoSchedule),
+/// by Kubernetes' matching (`kyb_component_helpers::tolerations`).
 fn tolerates_unschedulable(toleration: &Toleration) -> bool {
-    let effect = toleration.effect.as_deref().unwrap_or_default();
-    if !effect.is_empty() && effect != TAINT_EFFECT {
-        return false;
-    }
-    let key = toleration.key.as_deref().unwrap_or_default();
-    if !key.is_empty() && key != TAINT_KEY {
-        return false;
-    }
-    match toleration.operator.as_deref().unwrap_or_default() {
-        "" | "Equal" => toleration.value.as_deref().unwrap_or_default().is_empty(),
-        "Exists" => true,
-        _ => false,
-    }
+    let taint = Taint {
+        key: TAINT_KEY.to_string(),
+        value: None,
+        effect: TAINT_EFFECT.to_string(),
+        time_added: None,
+    };
+    tolerations::tolerates(toleration, &taint)
 }
 
 impl FilterPlugin for NodeUnschedulable {

@@ -9,67 +9,24 @@
 //!   the pod's tolerations of effect `PreferNoSchedule` or empty; normalized reversed to
 //!   0..100 (the node with most such taints gets 0, nodes with none 100).
 //!
-//! A toleration tolerates a taint when its effect is empty or the taint's, its key is empty
-//! or the taint's, and its operator is `Exists`, or `Equal` (the default) with the taint's
-//! value. No arguments.
+//! A toleration tolerates a taint as `kyb_component_helpers::tolerations` says (Kubernetes'
+//! `ToleratesTaint`). No arguments.
 
 use super::node_affinity::default_normalize_score;
 use crate::framework::{
     ClusterEvent, CycleState, FilterPlugin, Handle, MAX_NODE_SCORE, NodeInfo, NodeScore, Plugin,
     PodInfo, PreScorePlugin, ScorePlugin, Status,
 };
-use k8s_openapi::api::core::v1::{Taint, Toleration};
+use k8s_openapi::api::core::v1::Toleration;
+use kyb_component_helpers::tolerations::{
+    PREFER_NO_SCHEDULE, find_untolerated_taint, is_do_not_schedule, tolerations_tolerate,
+};
 use serde_json::Value;
 use std::sync::Arc;
 
 pub const NAME: &str = "TaintToleration";
 
 const PRE_SCORE_KEY: &str = "PreScoreTaintToleration";
-
-const NO_SCHEDULE: &str = "NoSchedule";
-const NO_EXECUTE: &str = "NoExecute";
-const PREFER_NO_SCHEDULE: &str = "PreferNoSchedule";
-
-/// Whether `toleration` tolerates `taint`.
-pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    let effect = toleration.effect.as_deref().unwrap_or_default();
-    if !effect.is_empty() && effect != taint.effect {
-        return false;
-    }
-    let key = toleration.key.as_deref().unwrap_or_default();
-    if !key.is_empty() && key != taint.key {
-        return false;
-    }
-    match toleration.operator.as_deref().unwrap_or_default() {
-        "" | "Equal" => {
-            toleration.value.as_deref().unwrap_or_default()
-                == taint.value.as_deref().unwrap_or_default()
-        }
-        "Exists" => true,
-        _ => false,
-    }
-}
-
-/// Whether any of `tolerations` tolerates `taint`.
-pub fn tolerations_tolerate(tolerations: &[Toleration], taint: &Taint) -> bool {
-    tolerations.iter().any(|t| tolerates(t, taint))
-}
-
-/// The first of `taints` selected by `considered` that no toleration tolerates.
-pub fn find_untolerated_taint<'a>(
-    taints: &'a [Taint],
-    tolerations: &[Toleration],
-    considered: impl Fn(&Taint) -> bool,
-) -> Option<&'a Taint> {
-    taints
-        .iter()
-        .find(|taint| considered(taint) && !tolerations_tolerate(tolerations, taint))
-}
-
-/// The taints Filter checks.
-pub fn is_do_not_schedule(taint: &Taint) -> bool {
-    taint.effect == NO_SCHEDULE || taint.effect == NO_EXECUTE
-}
 
 fn pod_tolerations(pod: &PodInfo) -> &[Toleration] {
     pod.pod

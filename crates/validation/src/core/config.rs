@@ -5,12 +5,12 @@
 use serde_json::{Map, Value, json};
 
 use crate::Ctx;
-use crate::base64;
-use crate::error::FieldError;
-use crate::json::{Obj, at, default_str, field};
 use crate::meta::immutable;
-use crate::names;
-use crate::path::Path;
+use kyb_apimachinery::base64;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, default_str, field, field_at};
+use kyb_apimachinery::names;
 
 /// Maximum total size of a Secret's or ConfigMap's data.
 pub(crate) const MAX_SIZE: usize = 1024 * 1024;
@@ -92,7 +92,7 @@ pub(crate) fn validate_secret(secret: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError>
     let has = |k: &str| decoded.contains_key(k);
     match secret.str("type") {
         "kubernetes.io/service-account-token" => {
-            let name = at(
+            let name = field_at(
                 secret,
                 &[
                     "metadata",
@@ -163,7 +163,7 @@ fn immutable_rules(new: &Value, old: &Value, keys: &[&str]) -> Vec<FieldError> {
             ));
         }
         for key in keys {
-            if !crate::equality::semantic_eq(field(new, key), field(old, key)) {
+            if !kyb_apimachinery::equality::semantic_eq_field(new, old, key) {
                 errs.push(FieldError::forbidden(&Path::new(key), IMMUTABLE_MSG));
             }
         }

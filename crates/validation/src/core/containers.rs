@@ -12,11 +12,11 @@ use crate::core::downward::{
 use crate::core::resources::{validate_container_resource_name, validate_resource_requirements};
 use crate::core::security::validate_security_context;
 use crate::core::volumes::{Volumes, validate_local_descending_path, validate_no_backsteps};
-use crate::error::FieldError;
-use crate::json::{Obj, as_int, field};
 use crate::meta::IS_NEGATIVE_MSG;
-use crate::names;
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, as_int, field};
+use kyb_apimachinery::names;
 
 const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
 
@@ -846,7 +846,10 @@ pub(crate) fn validate_ephemeral_containers(
             ));
         }
         for key in EPHEMERAL_FORBIDDEN {
-            if ec.get_field(key).is_some_and(|v| !crate::json::is_empty(v)) {
+            if ec
+                .get_field(key)
+                .is_some_and(|v| !kyb_apimachinery::json::is_zero(v))
+            {
                 errs.push(FieldError::forbidden(
                     &p.child(key),
                     "cannot be set for an Ephemeral Container",

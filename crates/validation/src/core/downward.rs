@@ -3,11 +3,11 @@
 
 use serde_json::Value;
 
-use crate::error::FieldError;
-use crate::json::{Obj, field};
 use crate::meta::validate_qualified_name;
-use crate::path::Path;
-use crate::quantity::Quantity;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, field};
+use kyb_apimachinery::quantity::Quantity;
 
 /// Pod fields an environment variable may read (sorted, as Kubernetes lists them).
 pub(crate) const ENV_FIELD_PATHS: &[&str] = &[
@@ -233,7 +233,7 @@ mod tests {
             ENV_FIELD_PATHS,
             &p,
         );
-        assert_eq!(e[0].kind, crate::error::ErrorKind::NotSupported);
+        assert_eq!(e[0].kind, kyb_apimachinery::field::ErrorKind::NotSupported);
     }
 
     #[test]

@@ -4,12 +4,12 @@
 use serde_json::Value;
 
 use crate::Ctx;
-use crate::error::FieldError;
-use crate::json::{Obj, default_str, each_obj};
 use crate::meta::validate_qualified_name;
-use crate::names;
 use crate::net::{validate_ip, validate_non_special_ip};
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, default_str, each_obj};
+use kyb_apimachinery::names;
 
 const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
 

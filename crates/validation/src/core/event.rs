@@ -7,11 +7,11 @@
 use serde_json::{Map, Value};
 
 use crate::Ctx;
-use crate::error::FieldError;
-use crate::json::{Obj, at, field};
 use crate::meta::{immutable, validate_qualified_name};
-use crate::names;
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, field, field_at};
+use kyb_apimachinery::names;
 
 /// An event in the core API's field names.
 fn core_view(ev: &Value, events_api: bool) -> Value {
@@ -47,10 +47,10 @@ fn legacy(ev: &Value, events_api: bool) -> Vec<FieldError> {
     } else {
         "reportingComponent"
     };
-    let ns = at(ev, &["metadata", "namespace"])
+    let ns = field_at(ev, &["metadata", "namespace"])
         .as_str()
         .unwrap_or_default();
-    let involved_ns = at(ev, &["involvedObject", "namespace"])
+    let involved_ns = field_at(ev, &["involvedObject", "namespace"])
         .as_str()
         .unwrap_or_default();
     let ns_path = Path::new("involvedObject").child("namespace");

@@ -22,10 +22,10 @@ pub(crate) mod volumes;
 
 use serde_json::Value;
 
-use crate::json::child_obj;
 use crate::kinds::{Kind, MetaMode};
 use crate::meta::NameFn;
-use crate::names;
+use kyb_apimachinery::json::child_object;
+use kyb_apimachinery::names;
 
 const SUBDOMAIN: NameFn = names::name_is_dns_subdomain;
 
@@ -39,7 +39,7 @@ pub(crate) fn reset_status(obj: &mut Value, value: Value) {
 /// Runs `f` on `spec` when it is (or can become) an object.
 pub(crate) fn with_spec(obj: &mut Value, f: impl FnOnce(&mut serde_json::Map<String, Value>)) {
     if let Some(o) = obj.as_object_mut()
-        && let Some(spec) = child_obj(o, "spec")
+        && let Some(spec) = child_object(o, "spec")
     {
         f(spec);
     }

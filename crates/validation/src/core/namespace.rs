@@ -5,28 +5,28 @@ use serde_json::{Value, json};
 
 use crate::Ctx;
 use crate::core::reset_status;
-use crate::error::FieldError;
-use crate::json::{Obj, at, child_obj, default_str, field};
 use crate::meta::validate_finalizer_name;
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, child_object, default_str, field, field_at};
 
 /// `SetDefaults_Namespace` and `SetDefaults_NamespaceStatus`.
 pub(crate) fn default_namespace(obj: &mut Value) {
-    let name = at(obj, &["metadata", "name"])
+    let name = field_at(obj, &["metadata", "name"])
         .as_str()
         .unwrap_or_default()
         .to_string();
     let Some(o) = obj.as_object_mut() else { return };
     if !name.is_empty()
-        && let Some(meta) = child_obj(o, "metadata")
-        && let Some(labels) = child_obj(meta, "labels")
+        && let Some(meta) = child_object(o, "metadata")
+        && let Some(labels) = child_object(meta, "labels")
     {
         labels.insert(
             "kubernetes.io/metadata.name".to_string(),
             Value::String(name),
         );
     }
-    if let Some(status) = child_obj(o, "status") {
+    if let Some(status) = child_object(o, "status") {
         default_str(status, "phase", "Active");
     }
 }
@@ -35,7 +35,7 @@ pub(crate) fn default_namespace(obj: &mut Value) {
 pub(crate) fn prepare(obj: &mut Value) {
     reset_status(obj, json!({"phase": "Active"}));
     let Some(o) = obj.as_object_mut() else { return };
-    let Some(spec) = child_obj(o, "spec") else {
+    let Some(spec) = child_object(o, "spec") else {
         return;
     };
     let list = spec.entry("finalizers").or_insert_with(|| json!([]));
@@ -51,9 +51,9 @@ pub(crate) fn prepare(obj: &mut Value) {
 
 /// Updates of the main resource keep `spec.finalizers` (only `/finalize` changes them).
 pub(crate) fn prepare_update(new: &mut Value, old: &Value) {
-    let old_f = at(old, &["spec", "finalizers"]).clone();
+    let old_f = field_at(old, &["spec", "finalizers"]).clone();
     if let Some(o) = new.as_object_mut()
-        && let Some(spec) = child_obj(o, "spec")
+        && let Some(spec) = child_object(o, "spec")
     {
         if old_f.is_null() {
             spec.remove("finalizers");
@@ -75,9 +75,11 @@ pub(crate) fn validate(ns: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
 
 /// `ValidateNamespaceStatusUpdate`.
 pub(crate) fn validate_status(new: &Value, _old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
-    let phase = at(new, &["status", "phase"]).as_str().unwrap_or_default();
+    let phase = field_at(new, &["status", "phase"])
+        .as_str()
+        .unwrap_or_default();
     let path = Path::new("status").child("Phase");
-    if at(new, &["metadata", "deletionTimestamp"]).is_null() {
+    if field_at(new, &["metadata", "deletionTimestamp"]).is_null() {
         if phase != "Active" {
             return vec![FieldError::invalid(
                 &path,

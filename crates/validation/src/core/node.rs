@@ -8,11 +8,11 @@ use serde_json::Value;
 use crate::Ctx;
 use crate::core::resources::{parse_quantity, validate_quantity_value};
 use crate::core::scheduling::validate_taints;
-use crate::error::FieldError;
-use crate::json::{Obj, at, field};
 use crate::net::{is_dual_stack, parse_cidr, validate_cidr};
-use crate::path::Path;
-use crate::quantity::canonicalize_list;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, field, field_at};
+use kyb_apimachinery::quantity::canonicalize_list;
 
 /// `SetDefaults_NodeStatus`: allocatable defaults to capacity.
 pub(crate) fn default_node(obj: &mut Value) {
@@ -33,7 +33,7 @@ pub(crate) fn default_node(obj: &mut Value) {
 fn validate_resources(node: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for key in ["capacity", "allocatable"] {
-        if let Value::Object(m) = at(node, &["status", key]) {
+        if let Value::Object(m) = field_at(node, &["status", key]) {
             for (k, v) in m {
                 let p = Path::new("status").child(key).child(k);
                 match parse_quantity(v, &p) {
@@ -86,7 +86,7 @@ pub(crate) fn validate(node: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
 /// `ValidateNodeUpdate` beyond the checks of a new node.
 pub(crate) fn validate_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let addrs = at(new, &["status", "addresses"])
+    let addrs = field_at(new, &["status", "addresses"])
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default();
@@ -119,12 +119,12 @@ pub(crate) fn validate_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<F
             }
         }
     }
-    let old_pid = at(old, &["spec", "providerID"])
+    let old_pid = field_at(old, &["spec", "providerID"])
         .as_str()
         .unwrap_or_default();
     if !old_pid.is_empty()
         && old_pid
-            != at(new, &["spec", "providerID"])
+            != field_at(new, &["spec", "providerID"])
                 .as_str()
                 .unwrap_or_default()
     {
@@ -133,7 +133,7 @@ pub(crate) fn validate_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<F
             "node updates may not change providerID except from \"\" to valid",
         ));
     }
-    if at(new, &["spec", "externalID"]) != at(old, &["spec", "externalID"]) {
+    if field_at(new, &["spec", "externalID"]) != field_at(old, &["spec", "externalID"]) {
         errs.push(FieldError::forbidden(
             &Path::new("spec").child("externalID"),
             "may not be updated",

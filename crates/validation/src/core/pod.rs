@@ -10,73 +10,14 @@ use crate::Ctx;
 use crate::core::containers::validate_image_whitespace;
 use crate::core::pod_spec::{SpecOpts, validate_pod_annotations, validate_pod_spec};
 use crate::core::scheduling::validate_tolerations;
-use crate::equality::{diff_text, semantic_eq};
-use crate::error::FieldError;
-use crate::json::{Obj, at, field};
 use crate::meta::{FIELD_IMMUTABLE_MSG, validate_qualified_name};
-use crate::names;
 use crate::net::{is_dual_stack, validate_ip};
-use crate::path::Path;
-use crate::quantity::Quantity;
-
-/// The QoS class Kubernetes computes for a pod spec (`ComputePodQOS`).
-pub(crate) fn compute_qos(spec: &Value) -> &'static str {
-    let mut requests: Vec<(&str, Quantity)> = Vec::new();
-    let mut limits: Vec<(&str, Quantity)> = Vec::new();
-    let mut guaranteed = true;
-    let add = |acc: &mut Vec<(&'static str, Quantity)>, name: &'static str, q: Quantity| match acc
-        .iter_mut()
-        .find(|(n, _)| *n == name)
-    {
-        Some((_, sum)) => *sum = sum.add(&q),
-        None => acc.push((name, q)),
-    };
-    let containers = spec
-        .arr("containers")
-        .iter()
-        .chain(spec.arr("initContainers"));
-    for c in containers {
-        let res = field(c, "resources");
-        for name in ["cpu", "memory"] {
-            if let Ok(q) = Quantity::from_json(at(res, &["requests", name]))
-                && q.sign() > 0
-            {
-                add(&mut requests, name, q);
-            }
-        }
-        let mut found = 0;
-        for name in ["cpu", "memory"] {
-            if let Ok(q) = Quantity::from_json(at(res, &["limits", name]))
-                && q.sign() > 0
-            {
-                found += 1;
-                add(&mut limits, name, q);
-            }
-        }
-        if found < 2 {
-            guaranteed = false;
-        }
-    }
-    if requests.is_empty() && limits.is_empty() {
-        return "BestEffort";
-    }
-    if guaranteed {
-        for (name, req) in &requests {
-            match limits.iter().find(|(n, _)| n == name) {
-                Some((_, lim)) if lim.cmp_q(req).is_eq() => {}
-                _ => {
-                    guaranteed = false;
-                    break;
-                }
-            }
-        }
-    }
-    if guaranteed && requests.len() == limits.len() {
-        "Guaranteed"
-    } else {
-        "Burstable"
-    }
-}
+use kyb_apimachinery::equality::{diff_text, semantic_eq};
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, field, field_at};
+use kyb_apimachinery::names;
+use kyb_component_helpers::qos::compute_pod_qos_json as compute_qos;
 
 /// Appends `In`/`NotIn` requirements for `matchLabelKeys`/`mismatchLabelKeys` to an
 /// affinity term's selector, from the pod's own labels.
@@ -133,7 +74,7 @@ impl StrListOwned for Value {
 }
 
 fn mutate_pod_affinity(pod: &mut Value) {
-    let labels = at(pod, &["metadata", "labels"]).clone();
+    let labels = field_at(pod, &["metadata", "labels"]).clone();
     let Some(aff) = pod
         .pointer_mut("/spec/affinity")
         .and_then(Value::as_object_mut)
@@ -170,7 +111,7 @@ fn mutate_pod_affinity(pod: &mut Value) {
 /// `podStrategy.PrepareForCreate`.
 pub(crate) fn prepare(pod: &mut Value) {
     let qos = compute_qos(field(pod, "spec"));
-    let gated = !at(pod, &["spec", "schedulingGates"])
+    let gated = !field_at(pod, &["spec", "schedulingGates"])
         .as_array()
         .is_none_or(Vec::is_empty);
     let Some(o) = pod.as_object_mut() else { return };
@@ -206,7 +147,7 @@ pub(crate) fn validate(pod: &Value, ctx: &Ctx<'_>) -> Vec<FieldError> {
     errs.extend(validate_pod_spec(spec, opts, &spec_path));
     if spec.str("serviceAccountName").is_empty() {
         for (vi, vol) in spec.arr("volumes").iter().enumerate() {
-            for (si, src) in at(vol, &["projected", "sources"])
+            for (si, src) in field_at(vol, &["projected", "sources"])
                 .as_array()
                 .map(Vec::as_slice)
                 .unwrap_or_default()
@@ -256,8 +197,8 @@ const APPARMOR_PREFIX: &str = "container.apparmor.security.beta.kubernetes.io/";
 fn validate_annotation_updates(new: &Value, old: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let path = Path::new("metadata").child("annotations");
-    let new_a = at(new, &["metadata", "annotations"]);
-    let old_a = at(old, &["metadata", "annotations"]);
+    let new_a = field_at(new, &["metadata", "annotations"]);
+    let old_a = field_at(old, &["metadata", "annotations"]);
     for (k, v) in old_a.str_map_owned() {
         if new_a.get(&k).and_then(Value::as_str) == Some(v.as_str()) {
             continue;
@@ -495,9 +436,9 @@ pub(crate) fn validate_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<F
 }
 
 fn terminated(status: &Value) -> Option<&Value> {
-    at(status, &["state", "terminated"])
+    field_at(status, &["state", "terminated"])
         .as_object()
-        .map(|_| at(status, &["state", "terminated"]))
+        .map(|_| field_at(status, &["state", "terminated"]))
 }
 
 fn container_state_transitions(
@@ -567,7 +508,7 @@ fn validate_ip_list(list: &[Value], path: &Path) -> Vec<FieldError> {
 pub(crate) fn validate_status(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let mut errs = validate_annotation_updates(new, old);
     let meta_path = Path::new("metadata");
-    for (i, c) in at(new, &["status", "conditions"])
+    for (i, c) in field_at(new, &["status", "conditions"])
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default()
@@ -583,17 +524,17 @@ pub(crate) fn validate_status(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<F
         }
     }
     let status_path = Path::new("status");
-    if at(new, &["spec", "nodeName"]) != at(old, &["spec", "nodeName"]) {
+    if field_at(new, &["spec", "nodeName"]) != field_at(old, &["spec", "nodeName"]) {
         errs.push(FieldError::forbidden(
             &status_path.child("nodeName"),
             "may not be changed directly",
         ));
     }
-    let nominated = at(new, &["status", "nominatedNodeName"])
+    let nominated = field_at(new, &["status", "nominatedNodeName"])
         .as_str()
         .unwrap_or_default();
     if nominated
-        != at(old, &["status", "nominatedNodeName"])
+        != field_at(old, &["status", "nominatedNodeName"])
             .as_str()
             .unwrap_or_default()
         && !nominated.is_empty()
@@ -606,19 +547,19 @@ pub(crate) fn validate_status(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<F
             ));
         }
     }
-    let new_qos = at(new, &["status", "qosClass"]);
-    if !semantic_eq(new_qos, at(old, &["status", "qosClass"])) {
+    let new_qos = field_at(new, &["status", "qosClass"]);
+    if !semantic_eq(new_qos, field_at(old, &["status", "qosClass"])) {
         errs.push(FieldError::invalid(
             &status_path.child("qosClass"),
             new_qos.clone(),
             FIELD_IMMUTABLE_MSG,
         ));
     }
-    let restart = at(old, &["spec", "restartPolicy"])
+    let restart = field_at(old, &["spec", "restartPolicy"])
         .as_str()
         .unwrap_or_default();
     let list = |v: &Value, k: &str| {
-        at(v, &["status", k])
+        field_at(v, &["status", k])
             .as_array()
             .map(Vec::as_slice)
             .unwrap_or_default()
@@ -631,7 +572,7 @@ pub(crate) fn validate_status(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<F
         None,
         &status_path.child("containerStatuses"),
     ));
-    let init_spec = at(old, &["spec", "initContainers"])
+    let init_spec = field_at(old, &["spec", "initContainers"])
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default();
@@ -655,7 +596,9 @@ pub(crate) fn validate_status(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<F
     ));
     let host_ips = list(new, "hostIPs");
     if let Some(first) = host_ips.first() {
-        let host_ip = at(new, &["status", "hostIP"]).as_str().unwrap_or_default();
+        let host_ip = field_at(new, &["status", "hostIP"])
+            .as_str()
+            .unwrap_or_default();
         if first.str("ip") != host_ip {
             errs.push(FieldError::invalid(
                 &status_path.child("hostIPs").index(0).child("ip"),

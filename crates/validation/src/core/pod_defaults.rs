@@ -6,8 +6,10 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::json::{child_obj, default_nonzero, default_str, default_value, each_obj, obj_mut};
-use crate::quantity::{canonicalize_list, canonicalize_value};
+use kyb_apimachinery::json::{
+    child_object, default_nonzero, default_str, default_value, each_obj, obj_mut,
+};
+use kyb_apimachinery::quantity::{canonicalize_list, canonicalize_value};
 
 /// Volume source keys; a volume with none of them becomes an `emptyDir`.
 const VOLUME_SOURCES: &[&str] = &[
@@ -198,7 +200,7 @@ pub(crate) fn default_container(c: &mut Map<String, Value>) {
             default_field_ref(vf);
         }
     });
-    if let Some(r) = child_obj(c, "resources") {
+    if let Some(r) = child_object(c, "resources") {
         canonicalize_list(r.get_mut("limits"));
         canonicalize_list(r.get_mut("requests"));
     }
@@ -296,7 +298,7 @@ fn requests_from_limits(c: &mut Map<String, Value>) {
     let Some(limits) = res.get("limits").and_then(Value::as_object).cloned() else {
         return;
     };
-    if let Some(requests) = child_obj(res, "requests") {
+    if let Some(requests) = child_object(res, "requests") {
         for (k, v) in limits {
             requests.entry(k).or_insert(v);
         }
@@ -308,7 +310,7 @@ pub(crate) fn default_pod(pod: &mut Value) {
     let Some(obj) = pod.as_object_mut() else {
         return;
     };
-    let Some(spec) = child_obj(obj, "spec") else {
+    let Some(spec) = child_object(obj, "spec") else {
         return;
     };
     for key in ["containers", "initContainers"] {
@@ -320,7 +322,10 @@ pub(crate) fn default_pod(pod: &mut Value) {
             each_obj(spec, key, |c| {
                 each_obj(c, "ports", |p| {
                     let cp = p.get("containerPort").cloned().unwrap_or(Value::Null);
-                    if p.get("hostPort").and_then(crate::json::as_int).unwrap_or(0) == 0
+                    if p.get("hostPort")
+                        .and_then(kyb_apimachinery::json::as_int)
+                        .unwrap_or(0)
+                        == 0
                         && !cp.is_null()
                     {
                         p.insert("hostPort".to_string(), cp);
@@ -335,7 +340,7 @@ pub(crate) fn default_pod(pod: &mut Value) {
 /// Defaults of a `PodTemplateSpec` (`{metadata, spec}`) embedded in another object.
 pub(crate) fn default_pod_template(tmpl: &mut Value) {
     if let Some(t) = tmpl.as_object_mut()
-        && let Some(spec) = child_obj(t, "spec")
+        && let Some(spec) = child_object(t, "spec")
     {
         default_pod_spec(spec);
     }

@@ -13,12 +13,12 @@ use crate::core::resources::{validate_container_resource_name, validate_resource
 use crate::core::scheduling::{validate_affinity, validate_tolerations, validate_topology_spread};
 use crate::core::security::validate_pod_security_context;
 use crate::core::volumes::{VolumeOpts, validate_local_descending_path, validate_volumes};
-use crate::error::FieldError;
-use crate::json::{Obj, field};
 use crate::meta::{validate_annotations, validate_labels, validate_qualified_name};
-use crate::names;
 use crate::net::validate_ip;
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, field};
+use kyb_apimachinery::names;
 
 /// Options of pod spec validation.
 #[derive(Clone, Copy, Default)]
@@ -577,7 +577,7 @@ pub(crate) fn validate_pod_annotations(meta: &Value, spec: &Value, path: &Path) 
                     *v,
                     format!(
                         "invalid AppArmor profile name: {}",
-                        kyb_api::gofmt::quote(v)
+                        kyb_apimachinery::gofmt::quote(v)
                     ),
                 ));
             }

@@ -13,10 +13,10 @@ use crate::core::resources::{
     validate_quantity_value, validate_resource_name,
 };
 use crate::core::storage::require_resource_version;
-use crate::error::FieldError;
-use crate::json::{Obj, at, each_obj, field, obj_mut};
-use crate::path::Path;
-use crate::quantity::{Quantity, canonicalize_list};
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, each_obj, field, field_at, obj_mut};
+use kyb_apimachinery::quantity::{Quantity, canonicalize_list};
 
 /// `SetDefaults_LimitRangeItem` plus canonical quantities.
 pub(crate) fn default_limit_range(obj: &mut Value) {
@@ -74,7 +74,7 @@ pub(crate) fn default_limit_range(obj: &mut Value) {
 }
 
 fn validate_limit_type(t: &str, path: &Path) -> Vec<FieldError> {
-    let errs: Vec<FieldError> = crate::names::qualified_name_errors(t)
+    let errs: Vec<FieldError> = kyb_apimachinery::names::qualified_name_errors(t)
         .into_iter()
         .map(|m| FieldError::invalid(path, t, m))
         .collect();
@@ -104,7 +104,7 @@ pub(crate) fn validate_limit_range(lr: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError
     let mut errs = Vec::new();
     let path = Path::new("spec").child("limits");
     let mut types: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for (i, item) in at(lr, &["spec", "limits"])
+    for (i, item) in field_at(lr, &["spec", "limits"])
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default()
@@ -153,8 +153,8 @@ pub(crate) fn validate_limit_range(lr: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError
             read("defaultRequest", &mut errs, &mut parsed);
         }
         if t == "PersistentVolumeClaim"
-            && at(item, &["min", "storage"]).is_null()
-            && at(item, &["max", "storage"]).is_null()
+            && field_at(item, &["min", "storage"]).is_null()
+            && field_at(item, &["max", "storage"]).is_null()
         {
             errs.push(FieldError::required(
                 &p.child("limits"),
@@ -363,29 +363,6 @@ const SCOPES: &[&str] = &[
     "CrossNamespacePodAffinity",
 ];
 
-/// Whether a quota `scope` can constrain `resource` (`IsResourceQuotaScopeValidForResource`):
-/// `BestEffort` only `pods`; the other pod scopes `pods` and the cpu/memory compute
-/// resources; unknown scopes anything.
-pub fn scope_valid_for(scope: &str, resource: &str) -> bool {
-    const COMPUTE: &[&str] = &[
-        "cpu",
-        "memory",
-        "limits.cpu",
-        "limits.memory",
-        "requests.cpu",
-        "requests.memory",
-    ];
-    match scope {
-        "Terminating"
-        | "NotTerminating"
-        | "NotBestEffort"
-        | "PriorityClass"
-        | "CrossNamespacePodAffinity" => resource == "pods" || COMPUTE.contains(&resource),
-        "BestEffort" => resource == "pods",
-        _ => true,
-    }
-}
-
 fn validate_quota_spec(spec: &Value, path: &Path) -> Vec<FieldError> {
     let mut errs = validate_quota_list(field(spec, "hard"), &path.child("hard"));
     let hard: Vec<&str> = spec
@@ -406,7 +383,7 @@ fn validate_quota_spec(spec: &Value, path: &Path) -> Vec<FieldError> {
         let mut sorted = hard.clone();
         sorted.sort_unstable();
         for k in sorted {
-            if QUOTA_RESOURCES.contains(&k) && !scope_valid_for(s, k) {
+            if QUOTA_RESOURCES.contains(&k) && !kyb_quota::scope_allows_resource(s, k) {
                 errs.push(FieldError::invalid(
                     &sp,
                     scopes_value.clone(),
@@ -440,7 +417,7 @@ fn validate_quota_spec(spec: &Value, path: &Path) -> Vec<FieldError> {
                 ));
             }
             for k in &hard {
-                if QUOTA_RESOURCES.contains(k) && !scope_valid_for(scope, k) {
+                if QUOTA_RESOURCES.contains(k) && !kyb_quota::scope_allows_resource(scope, k) {
                     errs.push(FieldError::invalid(
                         &ep,
                         sel.clone(),
@@ -501,11 +478,11 @@ fn validate_quota_spec(spec: &Value, path: &Path) -> Vec<FieldError> {
 pub(crate) fn validate_quota(q: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let mut errs = validate_quota_spec(field(q, "spec"), &Path::new("spec"));
     errs.extend(validate_quota_list(
-        at(q, &["status", "hard"]),
+        field_at(q, &["status", "hard"]),
         &Path::new("status").child("hard"),
     ));
     errs.extend(validate_quota_list(
-        at(q, &["status", "used"]),
+        field_at(q, &["status", "used"]),
         &Path::new("status").child("used"),
     ));
     errs
@@ -523,7 +500,7 @@ pub(crate) fn validate_quota_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) ->
         return vec![FieldError::invalid(
             &Path::new("spec").child("scopes"),
             Value::from(
-                at(new, &["spec", "scopes"])
+                field_at(new, &["spec", "scopes"])
                     .as_array()
                     .cloned()
                     .unwrap_or_default(),
@@ -538,11 +515,11 @@ pub(crate) fn validate_quota_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) ->
 pub(crate) fn validate_quota_status(new: &Value, _old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let mut errs = require_resource_version(new);
     errs.extend(validate_quota_list(
-        at(new, &["status", "hard"]),
+        field_at(new, &["status", "hard"]),
         &Path::new("status").child("hard"),
     ));
     errs.extend(validate_quota_list(
-        at(new, &["status", "used"]),
+        field_at(new, &["status", "used"]),
         &Path::new("status").child("used"),
     ));
     errs

@@ -7,11 +7,11 @@ use crate::Ctx;
 use crate::core::pod_defaults::default_template_at;
 use crate::core::pod_spec::validate_pod_template_spec;
 use crate::core::{reset_status, with_spec};
-use crate::error::FieldError;
-use crate::json::{Obj, at, child_obj, default_value, field};
 use crate::meta::nonnegative_field;
-use crate::path::Path;
 use crate::selector;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, child_object, default_value, field, field_at};
 
 /// `SetObjectDefaults_PodTemplate`.
 pub(crate) fn default_pod_template_kind(obj: &mut Value) {
@@ -25,11 +25,11 @@ pub(crate) fn validate_pod_template_kind(obj: &Value, _ctx: &Ctx<'_>) -> Vec<Fie
 
 /// `SetDefaults_ReplicationController`: selector and labels from the template, one replica.
 pub(crate) fn default_rc(obj: &mut Value) {
-    let labels = at(obj, &["spec", "template", "metadata", "labels"]).clone();
+    let labels = field_at(obj, &["spec", "template", "metadata", "labels"]).clone();
     if let Some(o) = obj.as_object_mut()
         && labels.is_object()
     {
-        if let Some(spec) = child_obj(o, "spec") {
+        if let Some(spec) = child_object(o, "spec") {
             let empty = spec
                 .get("selector")
                 .and_then(Value::as_object)
@@ -38,7 +38,7 @@ pub(crate) fn default_rc(obj: &mut Value) {
                 spec.insert("selector".to_string(), labels.clone());
             }
         }
-        if let Some(meta) = child_obj(o, "metadata") {
+        if let Some(meta) = child_object(o, "metadata") {
             let empty = meta
                 .get("labels")
                 .and_then(Value::as_object)
@@ -75,8 +75,8 @@ pub(crate) fn validate_rc(obj: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
         return errs;
     }
     let s = selector::from_map(sel);
-    let labels = at(tmpl, &["metadata", "labels"]);
-    if !s.is_empty() && !s.matches(labels) {
+    let labels = field_at(tmpl, &["metadata", "labels"]);
+    if !s.is_empty() && !s.matches(labels.as_object()) {
         errs.push(FieldError::invalid(
             &tp.child("metadata").child("labels"),
             labels.clone(),
@@ -84,7 +84,7 @@ pub(crate) fn validate_rc(obj: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
         ));
     }
     errs.extend(validate_pod_template_spec(tmpl, &tp));
-    let rp = at(tmpl, &["spec", "restartPolicy"])
+    let rp = field_at(tmpl, &["spec", "restartPolicy"])
         .as_str()
         .unwrap_or_default();
     if rp != "Always" {
@@ -94,7 +94,7 @@ pub(crate) fn validate_rc(obj: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
             &["Always"],
         ));
     }
-    if !at(tmpl, &["spec", "activeDeadlineSeconds"]).is_null() {
+    if !field_at(tmpl, &["spec", "activeDeadlineSeconds"]).is_null() {
         errs.push(FieldError::forbidden(
             &tp.child("spec").child("activeDeadlineSeconds"),
             "activeDeadlineSeconds in ReplicationController is not Supported",

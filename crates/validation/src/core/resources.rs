@@ -6,12 +6,12 @@ use std::cmp::Ordering;
 
 use serde_json::Value;
 
-use crate::error::FieldError;
-use crate::json::Obj;
 use crate::meta::IS_NEGATIVE_MSG;
-use crate::names;
-use crate::path::Path;
-use crate::quantity::Quantity;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::Obj;
+use kyb_apimachinery::names;
+use kyb_apimachinery::quantity::Quantity;
 
 const STANDARD_RESOURCES: &[&str] = &[
     "cpu",

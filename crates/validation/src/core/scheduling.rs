@@ -5,12 +5,12 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use crate::error::FieldError;
-use crate::json::{Obj, field};
 use crate::meta::validate_label_name;
-use crate::names;
-use crate::path::Path;
 use crate::selector::validate_label_selector;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, field};
+use kyb_apimachinery::names;
 
 /// `ValidateNodeSelectorRequirement`.
 fn validate_node_selector_requirement(

@@ -4,10 +4,10 @@
 use serde_json::Value;
 
 use crate::core::volumes::validate_local_descending_path;
-use crate::error::FieldError;
-use crate::json::{Obj, field};
-use crate::names;
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, field};
+use kyb_apimachinery::names;
 
 const MAX_ID: i64 = 0xffff_ffff;
 
@@ -367,7 +367,7 @@ pub(crate) fn validate_pod_security_context(
     errs.extend(validate_id(sc, "runAsUser", &path));
     errs.extend(validate_id(sc, "runAsGroup", &path));
     for (i, g) in sc.arr("supplementalGroups").iter().enumerate() {
-        let g = crate::json::as_int(g).unwrap_or(0);
+        let g = kyb_apimachinery::json::as_int(g).unwrap_or(0);
         if !(0..=MAX_ID).contains(&g) {
             errs.push(FieldError::invalid(
                 &path.child("supplementalGroups").index(i),

@@ -10,16 +10,16 @@ use serde_json::{Map, Value, json};
 use crate::Ctx;
 use crate::core::containers::validate_port_num_or_name;
 use crate::core::reset_status;
-use crate::error::FieldError;
-use crate::json::{
-    Obj, as_int, at, child_obj, default_str, default_value, each_obj, field, obj_mut,
-};
 use crate::meta::{validate_labels, validate_qualified_name};
-use crate::names;
 use crate::net::{
     is_dual_stack, is_ipv6, parse_ip, validate_cidr, validate_ip, validate_non_special_ip,
 };
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{
+    Obj, as_int, child_object, default_str, default_value, each_obj, field, field_at, obj_mut,
+};
+use kyb_apimachinery::names;
 
 const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
 const LB_ONLY: &str = "may only be used when `type` is 'LoadBalancer'";
@@ -44,7 +44,7 @@ fn is_headless(spec: &Value) -> bool {
 /// `SetDefaults_Service`.
 pub(crate) fn default_service(obj: &mut Value) {
     let Some(o) = obj.as_object_mut() else { return };
-    let Some(spec) = child_obj(o, "spec") else {
+    let Some(spec) = child_object(o, "spec") else {
         return;
     };
     default_str(spec, "sessionAffinity", "None");
@@ -55,7 +55,7 @@ pub(crate) fn default_service(obj: &mut Value) {
         Some("ClientIP") => {
             let has_timeout = spec
                 .get("sessionAffinityConfig")
-                .map(|c| at(c, &["clientIP", "timeoutSeconds"]))
+                .map(|c| field_at(c, &["clientIP", "timeoutSeconds"]))
                 .is_some_and(|t| !t.is_null());
             if !has_timeout {
                 spec.insert(
@@ -376,7 +376,7 @@ pub(crate) fn validate(svc: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let spec = field(svc, "spec");
     let path = Path::new("spec");
-    let annotations = at(svc, &["metadata", "annotations"]);
+    let annotations = field_at(svc, &["metadata", "annotations"]);
     const MODE: &str = "service.kubernetes.io/topology-mode";
     const HINTS: &str = "service.kubernetes.io/topology-aware-hints";
     if let (Some(m), Some(h)) = (annotations.opt_str(MODE), annotations.opt_str(HINTS))
@@ -468,7 +468,7 @@ pub(crate) fn validate(svc: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
             } else if field(cfg, "clientIP").is_null() {
                 errs.push(FieldError::required(&cp.child("clientIP"), WHEN));
             } else {
-                match at(cfg, &["clientIP", "timeoutSeconds"]) {
+                match field_at(cfg, &["clientIP", "timeoutSeconds"]) {
                     Value::Null => errs.push(FieldError::required(
                         &cp.child("clientIP").child("timeoutSeconds"),
                         WHEN,
@@ -823,11 +823,11 @@ pub(crate) fn validate_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<F
 pub(crate) fn validate_status(new: &Value, _old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let path = Path::new("status").child("loadBalancer").child("ingress");
-    let ingress = at(new, &["status", "loadBalancer", "ingress"])
+    let ingress = field_at(new, &["status", "loadBalancer", "ingress"])
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default();
-    if at(new, &["spec", "type"]).as_str() != Some("LoadBalancer") && !ingress.is_empty() {
+    if field_at(new, &["spec", "type"]).as_str() != Some("LoadBalancer") && !ingress.is_empty() {
         return vec![FieldError::forbidden(
             &path,
             "may only be used when `spec.type` is 'LoadBalancer'",

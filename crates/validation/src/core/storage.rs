@@ -6,14 +6,16 @@ use serde_json::{Map, Value, json};
 
 use crate::core::scheduling::validate_node_selector;
 use crate::core::volumes::{validate_csi_driver_name, validate_no_backsteps};
-use crate::equality::{diff_text, semantic_eq};
-use crate::error::FieldError;
-use crate::json::{Obj, at, child_obj, default_str, default_value, field, obj_mut};
 use crate::meta::{immutable, validate_annotations, validate_labels};
-use crate::names;
-use crate::path::Path;
-use crate::quantity::{Quantity, canonicalize_list};
 use crate::{Ctx, now_rfc3339};
+use kyb_apimachinery::equality::{diff_text, semantic_eq};
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{
+    Obj, child_object, default_str, default_value, field, field_at, obj_mut,
+};
+use kyb_apimachinery::names;
+use kyb_apimachinery::quantity::{Quantity, canonicalize_list};
 
 const ACCESS_MODES: &[&str] = &[
     "ReadOnlyMany",
@@ -36,10 +38,10 @@ pub(crate) fn default_pvc_spec(spec: &mut Map<String, Value>) {
 /// Defaults of a PersistentVolumeClaim (also a claim template in a StatefulSet).
 pub(crate) fn default_pvc(obj: &mut Value) {
     let Some(o) = obj.as_object_mut() else { return };
-    if let Some(spec) = child_obj(o, "spec") {
+    if let Some(spec) = child_object(o, "spec") {
         default_pvc_spec(spec);
     }
-    if let Some(status) = child_obj(o, "status") {
+    if let Some(status) = child_object(o, "status") {
         default_str(status, "phase", "Pending");
         canonicalize_list(status.get_mut("capacity"));
         canonicalize_list(status.get_mut("allocatedResources"));
@@ -49,10 +51,10 @@ pub(crate) fn default_pvc(obj: &mut Value) {
 /// Defaults of a PersistentVolume.
 pub(crate) fn default_pv(obj: &mut Value) {
     let Some(o) = obj.as_object_mut() else { return };
-    if let Some(status) = child_obj(o, "status") {
+    if let Some(status) = child_object(o, "status") {
         default_str(status, "phase", "Pending");
     }
-    let Some(spec) = child_obj(o, "spec") else {
+    let Some(spec) = child_object(o, "spec") else {
         return;
     };
     default_str(spec, "persistentVolumeReclaimPolicy", "Retain");
@@ -192,7 +194,7 @@ pub(crate) fn validate_pvc_spec(spec: &Value, path: &Path) -> Vec<FieldError> {
     }
     errs.extend(validate_access_modes(modes, &path.child("accessModes")));
     let storage_path = path.child("resources").key("storage");
-    match at(spec, &["resources", "requests", "storage"]) {
+    match field_at(spec, &["resources", "requests", "storage"]) {
         Value::Null => errs.push(FieldError::required(&storage_path, "")),
         v => match Quantity::from_json(v) {
             Err(m) => errs.push(FieldError::invalid(&storage_path, v.clone(), m)),
@@ -268,7 +270,7 @@ pub(crate) fn validate_template_meta(meta: &Value, path: &Path) -> Vec<FieldErro
     ));
     if let Value::Object(m) = meta {
         for (k, v) in m {
-            if k != "labels" && k != "annotations" && !crate::json::is_empty(v) {
+            if k != "labels" && k != "annotations" && !kyb_apimachinery::json::is_zero(v) {
                 errs.push(FieldError::forbidden(&path.child(k), "cannot be set"));
             }
         }
@@ -289,7 +291,7 @@ pub(crate) fn validate_pvc(obj: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
 }
 
 fn storage_request(obj: &Value) -> Option<Quantity> {
-    Quantity::from_json(at(obj, &["spec", "resources", "requests", "storage"])).ok()
+    Quantity::from_json(field_at(obj, &["spec", "resources", "requests", "storage"])).ok()
 }
 
 /// PersistentVolumeClaim update: the spec is immutable except `volumeName` (once),
@@ -304,8 +306,8 @@ pub(crate) fn validate_pvc_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> V
         o.insert("volumeName".to_string(), v.clone());
     }
     const BETA_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
-    let old_ann = at(old, &["metadata", "annotations"]).clone();
-    let new_ann = at(new, &["metadata", "annotations"]).clone();
+    let old_ann = field_at(old, &["metadata", "annotations"]).clone();
+    let new_ann = field_at(new, &["metadata", "annotations"]).clone();
     let old_sc = old_spec.opt_str("storageClassName").map(str::to_string);
     let new_sc = new_spec.opt_str("storageClassName").map(str::to_string);
     let old_beta = old_ann.opt_str(BETA_CLASS).map(str::to_string);
@@ -335,13 +337,13 @@ pub(crate) fn validate_pvc_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> V
             n.remove("storageClassName");
         }
     }
-    let bound = at(new, &["status", "phase"]).as_str() == Some("Bound");
+    let bound = field_at(new, &["status", "phase"]).as_str() == Some("Bound");
     if bound {
         if let (Some(n), Some(o)) = (
             new_spec
                 .pointer_mut("/resources/requests")
                 .and_then(Value::as_object_mut),
-            at(&old_spec, &["resources", "requests", "storage"])
+            field_at(&old_spec, &["resources", "requests", "storage"])
                 .as_str()
                 .map(str::to_string),
         ) {
@@ -366,7 +368,7 @@ pub(crate) fn validate_pvc_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> V
     if let (Some(n), Some(o)) = (storage_request(new), storage_request(old))
         && n.cmp_q(&o).is_lt()
     {
-        let status = Quantity::from_json(at(old, &["status", "capacity", "storage"]))
+        let status = Quantity::from_json(field_at(old, &["status", "capacity", "storage"]))
             .unwrap_or(Quantity::from_int(0));
         if n.cmp_q(&status).is_le() {
             errs.push(FieldError::forbidden(
@@ -379,8 +381,8 @@ pub(crate) fn validate_pvc_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> V
         }
     }
     errs.extend(immutable(
-        at(new, &["spec", "volumeMode"]),
-        at(old, &["spec", "volumeMode"]),
+        field_at(new, &["spec", "volumeMode"]),
+        field_at(old, &["spec", "volumeMode"]),
         &Path::new("volumeMode"),
     ));
     errs
@@ -389,7 +391,7 @@ pub(crate) fn validate_pvc_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> V
 /// PersistentVolumeClaim status update.
 pub(crate) fn validate_pvc_status(new: &Value, _old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    if at(new, &["spec", "accessModes"])
+    if field_at(new, &["spec", "accessModes"])
         .as_array()
         .is_none_or(Vec::is_empty)
     {
@@ -398,7 +400,7 @@ pub(crate) fn validate_pvc_status(new: &Value, _old: &Value, _ctx: &Ctx<'_>) -> 
             "",
         ));
     }
-    if let Value::Object(cap) = at(new, &["status", "capacity"]) {
+    if let Value::Object(cap) = field_at(new, &["status", "capacity"]) {
         for (k, v) in cap {
             errs.extend(validate_basic_resource(
                 v,
@@ -451,7 +453,7 @@ const PV_SOURCES: &[(&str, &str)] = &[
 
 fn required_fields(s: &Value, keys: &[&str], path: &Path) -> Vec<FieldError> {
     keys.iter()
-        .filter(|k| s.get_field(k).is_none_or(crate::json::is_empty))
+        .filter(|k| s.get_field(k).is_none_or(kyb_apimachinery::json::is_zero))
         .map(|k| FieldError::required(&path.child(k), ""))
         .collect()
 }
@@ -604,7 +606,7 @@ pub(crate) fn validate_pv(obj: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     if count == 0 {
         errs.push(FieldError::required(&path, "must specify a volume type"));
     }
-    let hp = at(spec, &["hostPath", "path"]).as_str();
+    let hp = field_at(spec, &["hostPath", "path"]).as_str();
     if hp.is_some_and(|p| p.trim_end_matches('/').is_empty() && !p.is_empty())
         && policy == "Recycle"
     {
@@ -648,7 +650,7 @@ pub(crate) fn validate_pv_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Ve
     let mut errs = Vec::new();
     let mut new_src = pv_source(field(new, "spec"));
     let old_src = pv_source(field(old, "spec"));
-    if at(&old_src, &["csi", "controllerExpandSecretRef"]).is_null()
+    if field_at(&old_src, &["csi", "controllerExpandSecretRef"]).is_null()
         && let Some(csi) = new_src.get_mut("csi").and_then(Value::as_object_mut)
     {
         csi.remove("controllerExpandSecretRef");
@@ -663,12 +665,12 @@ pub(crate) fn validate_pv_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Ve
         ));
     }
     errs.extend(immutable(
-        at(new, &["spec", "volumeMode"]),
-        at(old, &["spec", "volumeMode"]),
+        field_at(new, &["spec", "volumeMode"]),
+        field_at(old, &["spec", "volumeMode"]),
         &Path::new("volumeMode"),
     ));
-    let old_na = at(old, &["spec", "nodeAffinity"]);
-    let new_na = at(new, &["spec", "nodeAffinity"]);
+    let old_na = field_at(old, &["spec", "nodeAffinity"]);
+    let new_na = field_at(new, &["spec", "nodeAffinity"]);
     if !old_na.is_null() && !semantic_eq(new_na, old_na) {
         errs.push(FieldError::invalid(
             &Path::new("nodeAffinity"),
@@ -681,7 +683,7 @@ pub(crate) fn validate_pv_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Ve
 
 /// Whether a status update keeps `resourceVersion` (PVs, PVCs and quotas require it).
 pub(crate) fn require_resource_version(new: &Value) -> Vec<FieldError> {
-    if at(new, &["metadata", "resourceVersion"])
+    if field_at(new, &["metadata", "resourceVersion"])
         .as_str()
         .is_none_or(str::is_empty)
     {

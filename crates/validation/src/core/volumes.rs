@@ -12,11 +12,11 @@ use crate::core::downward::{
     VOLUME_FIELD_PATHS, validate_object_field_selector, validate_resource_field_selector,
 };
 use crate::core::storage::validate_pvc_template;
-use crate::error::FieldError;
-use crate::json::{Obj, field};
-use crate::names;
-use crate::path::Path;
-use crate::quantity::Quantity;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, field};
+use kyb_apimachinery::names;
+use kyb_apimachinery::quantity::Quantity;
 
 const FILE_MODE_MSG: &str = "must be a number between 0 and 0777 (octal), both inclusive";
 const MORE_THAN_ONE: &str = "may not specify more than 1 volume type";
@@ -500,7 +500,7 @@ fn validate_ephemeral(
             errs.push(FieldError::invalid(
                 &vol_path.child("name"),
                 vol_name,
-                format!("PVC name {}: {m}", kyb_api::gofmt::quote(&pvc)),
+                format!("PVC name {}: {m}", kyb_apimachinery::gofmt::quote(&pvc)),
             ));
         }
     }

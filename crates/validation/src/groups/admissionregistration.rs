@@ -7,12 +7,12 @@ use serde_json::{Map, Value, json};
 
 use crate::Ctx;
 use crate::core::reset_status;
-use crate::error::FieldError;
-use crate::json::{Obj, default_str, default_value, each_obj, field, obj_mut};
 use crate::kinds::Kind;
-use crate::names;
-use crate::path::Path;
 use crate::selector::validate_label_selector;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, default_str, default_value, each_obj, field, obj_mut};
+use kyb_apimachinery::names;
 
 /// The rules of an `admissionregistration.k8s.io/v1` kind.
 pub(crate) fn lookup(kind: &str) -> Option<Kind> {

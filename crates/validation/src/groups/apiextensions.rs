@@ -5,11 +5,13 @@
 use serde_json::{Value, json};
 
 use crate::Ctx;
-use crate::error::FieldError;
-use crate::json::{Obj, at, child_obj, default_str, default_value, field, obj_mut};
 use crate::kinds::{Kind, MetaMode};
-use crate::names;
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{
+    Obj, child_object, default_str, default_value, field, field_at, obj_mut,
+};
+use kyb_apimachinery::names;
 
 /// The rules of an `apiextensions.k8s.io/v1` kind.
 pub(crate) fn lookup(kind: &str) -> Option<Kind> {
@@ -28,7 +30,7 @@ pub(crate) fn lookup(kind: &str) -> Option<Kind> {
 }
 
 fn storage_version(obj: &Value) -> Option<String> {
-    at(obj, &["spec", "versions"])
+    field_at(obj, &["spec", "versions"])
         .as_array()?
         .iter()
         .find(|v| v.flag("storage"))
@@ -38,7 +40,7 @@ fn storage_version(obj: &Value) -> Option<String> {
 fn default_crd(obj: &mut Value) {
     let storage = storage_version(obj);
     let Some(o) = obj.as_object_mut() else { return };
-    if let Some(spec) = child_obj(o, "spec") {
+    if let Some(spec) = child_object(o, "spec") {
         if let Some(n) = obj_mut(spec, "names") {
             let kind = n
                 .get("kind")
@@ -86,8 +88,12 @@ fn validate_crd(crd: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let spec = field(crd, "spec");
     let sp = Path::new("spec");
     let group = spec.str("group");
-    let plural = at(spec, &["names", "plural"]).as_str().unwrap_or_default();
-    let name = at(crd, &["metadata", "name"]).as_str().unwrap_or_default();
+    let plural = field_at(spec, &["names", "plural"])
+        .as_str()
+        .unwrap_or_default();
+    let name = field_at(crd, &["metadata", "name"])
+        .as_str()
+        .unwrap_or_default();
     if name != format!("{plural}.{group}") {
         errs.push(FieldError::invalid(
             &Path::new("metadata").child("name"),
@@ -173,7 +179,7 @@ fn validate_crd(crd: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
             ));
         }
         seen.insert(name);
-        if at(v, &["schema", "openAPIV3Schema"]).is_null() {
+        if field_at(v, &["schema", "openAPIV3Schema"]).is_null() {
             errs.push(FieldError::required(
                 &p.child("schema").child("openAPIV3Schema"),
                 "schemas are required",
@@ -187,7 +193,7 @@ fn validate_crd(crd: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
             "must have at least one version marked as served",
         ));
     }
-    let strategy = at(spec, &["conversion", "strategy"])
+    let strategy = field_at(spec, &["conversion", "strategy"])
         .as_str()
         .unwrap_or("None");
     if strategy != "None" && strategy != "Webhook" {
@@ -202,9 +208,9 @@ fn validate_crd(crd: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
 
 fn validate_crd_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let ns = at(new, &["spec", "scope"]);
-    let os = at(old, &["spec", "scope"]);
-    let established = at(old, &["status", "acceptedNames", "plural"])
+    let ns = field_at(new, &["spec", "scope"]);
+    let os = field_at(old, &["spec", "scope"]);
+    let established = field_at(old, &["status", "acceptedNames", "plural"])
         .as_str()
         .is_some_and(|p| !p.is_empty());
     if established && ns != os {
@@ -215,8 +221,8 @@ fn validate_crd_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldErr
         ));
     }
     errs.extend(crate::meta::immutable(
-        at(new, &["spec", "group"]),
-        at(old, &["spec", "group"]),
+        field_at(new, &["spec", "group"]),
+        field_at(old, &["spec", "group"]),
         &Path::new("spec").child("group"),
     ));
     errs

@@ -5,11 +5,11 @@ use serde_json::{Value, json};
 
 use crate::Ctx;
 use crate::core::reset_status;
-use crate::error::FieldError;
-use crate::json::{Obj, at, default_value, field, obj_mut};
 use crate::kinds::{Kind, MetaMode};
-use crate::names;
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, default_value, field, field_at, obj_mut};
+use kyb_apimachinery::names;
 
 /// The rules of an `apiregistration.k8s.io/v1` kind.
 pub(crate) fn lookup(kind: &str) -> Option<Kind> {
@@ -39,7 +39,9 @@ fn validate_api_service(api: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let group = spec.str("group");
     let version = spec.str("version");
     let required = format!("{version}.{group}");
-    let name = at(api, &["metadata", "name"]).as_str().unwrap_or_default();
+    let name = field_at(api, &["metadata", "name"])
+        .as_str()
+        .unwrap_or_default();
     if !name.is_empty()
         && names::path_segment_name_errors(name, false).is_empty()
         && name != required
@@ -49,7 +51,7 @@ fn validate_api_service(api: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
             name,
             format!(
                 "must be `spec.version+\".\"+spec.group`: {}",
-                kyb_api::gofmt::quote(&required)
+                kyb_apimachinery::gofmt::quote(&required)
             ),
         ));
     }
@@ -87,7 +89,7 @@ fn validate_api_service(api: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let svc = field(spec, "service");
     if svc.is_null() {
         if !ca.is_empty() {
-            let len = crate::base64::decode(ca)
+            let len = kyb_apimachinery::base64::decode(ca)
                 .map(|b| b.len())
                 .unwrap_or(ca.len());
             errs.push(FieldError::invalid(

@@ -11,13 +11,16 @@ use crate::core::pod_spec::{validate_pod_annotations, validate_pod_template_spec
 use crate::core::replication::validate_replica_counts;
 use crate::core::storage::{default_pvc, validate_pvc_spec, validate_template_meta};
 use crate::core::{reset_status, with_spec};
-use crate::error::FieldError;
-use crate::json::{Obj, as_int, at, child_obj, default_str, default_value, field, obj_mut};
 use crate::kinds::Kind;
 use crate::meta::{immutable, nonnegative_field, validate_annotations, validate_labels};
-use crate::names;
-use crate::path::Path;
-use crate::selector::{Selector, validate_label_selector};
+use crate::selector::{self, validate_label_selector};
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{
+    Obj, as_int, child_object, default_str, default_value, field, field_at, obj_mut,
+};
+use kyb_apimachinery::labels::Selector;
+use kyb_apimachinery::names;
 
 /// The rules of an `apps/v1` kind.
 pub(crate) fn lookup(kind: &str) -> Option<Kind> {
@@ -67,10 +70,10 @@ pub(crate) fn lookup(kind: &str) -> Option<Kind> {
 pub(crate) fn default_deployment(obj: &mut Value) {
     with_spec(obj, |spec| {
         default_value(spec, "replicas", json!(1));
-        if let Some(strategy) = child_obj(spec, "strategy") {
+        if let Some(strategy) = child_object(spec, "strategy") {
             default_str(strategy, "type", "RollingUpdate");
             if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate")
-                && let Some(ru) = child_obj(strategy, "rollingUpdate")
+                && let Some(ru) = child_object(strategy, "rollingUpdate")
             {
                 default_value(ru, "maxUnavailable", json!("25%"));
                 default_value(ru, "maxSurge", json!("25%"));
@@ -89,10 +92,10 @@ fn default_replica_set(obj: &mut Value) {
 
 fn default_daemon_set(obj: &mut Value) {
     with_spec(obj, |spec| {
-        if let Some(us) = child_obj(spec, "updateStrategy") {
+        if let Some(us) = child_object(spec, "updateStrategy") {
             default_str(us, "type", "RollingUpdate");
             if us.get("type").and_then(Value::as_str) == Some("RollingUpdate")
-                && let Some(ru) = child_obj(us, "rollingUpdate")
+                && let Some(ru) = child_object(us, "rollingUpdate")
             {
                 default_value(ru, "maxUnavailable", json!(1));
                 default_value(ru, "maxSurge", json!(0));
@@ -106,7 +109,7 @@ fn default_daemon_set(obj: &mut Value) {
 fn default_stateful_set(obj: &mut Value) {
     with_spec(obj, |spec| {
         default_str(spec, "podManagementPolicy", "OrderedReady");
-        if let Some(us) = child_obj(spec, "updateStrategy") {
+        if let Some(us) = child_object(spec, "updateStrategy") {
             let unset = us
                 .get("type")
                 .and_then(Value::as_str)
@@ -121,7 +124,7 @@ fn default_stateful_set(obj: &mut Value) {
                 default_value(ru, "partition", json!(0));
             }
         }
-        if let Some(p) = child_obj(spec, "persistentVolumeClaimRetentionPolicy") {
+        if let Some(p) = child_object(spec, "persistentVolumeClaimRetentionPolicy") {
             default_str(p, "whenDeleted", "Retain");
             default_str(p, "whenScaled", "Retain");
         }
@@ -212,7 +215,7 @@ fn validate_required_selector(
             ));
         }
     }
-    match Selector::parse(sel) {
+    match selector::parse(sel) {
         Ok(s) => Some(s),
         Err(()) => {
             errs.push(FieldError::invalid(
@@ -236,8 +239,8 @@ fn validate_template_for_replicas(
     if tmpl.is_null() {
         return vec![FieldError::required(path, "")];
     }
-    let labels = at(tmpl, &["metadata", "labels"]);
-    if !selector.is_empty() && !selector.matches(labels) {
+    let labels = field_at(tmpl, &["metadata", "labels"]);
+    if !selector.is_empty() && !selector.matches(labels.as_object()) {
         errs.push(FieldError::invalid(
             &path.child("metadata").child("labels"),
             labels.clone(),
@@ -245,7 +248,7 @@ fn validate_template_for_replicas(
         ));
     }
     errs.extend(validate_pod_template_spec(tmpl, path));
-    let rp = at(tmpl, &["spec", "restartPolicy"])
+    let rp = field_at(tmpl, &["spec", "restartPolicy"])
         .as_str()
         .unwrap_or_default();
     if rp != "Always" {
@@ -255,7 +258,7 @@ fn validate_template_for_replicas(
             &["Always"],
         ));
     }
-    let ads = at(tmpl, &["spec", "activeDeadlineSeconds"]);
+    let ads = field_at(tmpl, &["spec", "activeDeadlineSeconds"]);
     if !ads.is_null() {
         errs.push(FieldError::invalid(
             &path.child("spec").child("activeDeadlineSeconds"),
@@ -354,8 +357,8 @@ fn validate_replica_set(rs: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
 /// apps/v1 selectors may not change.
 fn validate_selector_immutable(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     immutable(
-        at(new, &["spec", "selector"]),
-        at(old, &["spec", "selector"]),
+        field_at(new, &["spec", "selector"]),
+        field_at(old, &["spec", "selector"]),
         &Path::new("spec").child("selector"),
     )
 }
@@ -367,9 +370,9 @@ fn validate_daemon_set(ds: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let sel = field(spec, "selector");
     errs.extend(validate_label_selector(sel, false, &path.child("selector")));
     let tmpl = field(spec, "template");
-    let labels = at(tmpl, &["metadata", "labels"]);
-    if let Ok(s) = Selector::parse(sel)
-        && !s.matches(labels)
+    let labels = field_at(tmpl, &["metadata", "labels"]);
+    if let Ok(s) = selector::parse(sel)
+        && !s.matches(labels.as_object())
     {
         errs.push(FieldError::invalid(
             &path.child("template").child("metadata").child("labels"),
@@ -389,7 +392,7 @@ fn validate_daemon_set(ds: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     }
     let tp = path.child("template");
     errs.extend(validate_pod_template_spec(tmpl, &tp));
-    let rp = at(tmpl, &["spec", "restartPolicy"])
+    let rp = field_at(tmpl, &["spec", "restartPolicy"])
         .as_str()
         .unwrap_or_default();
     if rp != "Always" {
@@ -399,7 +402,7 @@ fn validate_daemon_set(ds: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
             &["Always"],
         ));
     }
-    let ads = at(tmpl, &["spec", "activeDeadlineSeconds"]);
+    let ads = field_at(tmpl, &["spec", "activeDeadlineSeconds"]);
     if !ads.is_null() {
         errs.push(FieldError::invalid(
             &tp.child("spec").child("activeDeadlineSeconds"),
@@ -545,11 +548,11 @@ fn validate_stateful_set(ss: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     }
     let tmpl = field(spec, "template");
     let tp = path.child("template");
-    match Selector::parse(sel) {
+    match selector::parse(sel) {
         Err(()) => errs.push(FieldError::invalid(&sp, sel.clone(), "")),
         Ok(s) => {
-            let labels = at(tmpl, &["metadata", "labels"]);
-            if !s.is_empty() && !s.matches(labels) {
+            let labels = field_at(tmpl, &["metadata", "labels"]);
+            if !s.is_empty() && !s.matches(labels.as_object()) {
                 errs.push(FieldError::invalid(
                     &tp.child("metadata").child("labels"),
                     labels.clone(),
@@ -569,7 +572,7 @@ fn validate_stateful_set(ss: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
             ));
         }
     }
-    let rp = at(tmpl, &["spec", "restartPolicy"])
+    let rp = field_at(tmpl, &["spec", "restartPolicy"])
         .as_str()
         .unwrap_or_default();
     if rp != "Always" {
@@ -579,7 +582,7 @@ fn validate_stateful_set(ss: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
             &["Always"],
         ));
     }
-    if !at(tmpl, &["spec", "activeDeadlineSeconds"]).is_null() {
+    if !field_at(tmpl, &["spec", "activeDeadlineSeconds"]).is_null() {
         errs.push(FieldError::forbidden(
             &tp.child("spec").child("activeDeadlineSeconds"),
             "activeDeadlineSeconds in StatefulSet is not Supported",
@@ -633,7 +636,7 @@ fn validate_stateful_set_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec
         }
         s
     };
-    if !crate::equality::semantic_eq(&strip(new), &strip(old)) {
+    if !kyb_apimachinery::equality::semantic_eq(&strip(new), &strip(old)) {
         return vec![FieldError::forbidden(
             &Path::new("spec"),
             "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
@@ -643,8 +646,8 @@ fn validate_stateful_set_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec
 }
 
 fn collision_count_decremented(new: &Value, old: &Value) -> Vec<FieldError> {
-    let n = at(new, &["status", "collisionCount"]).as_i64();
-    let o = at(old, &["status", "collisionCount"]).as_i64();
+    let n = field_at(new, &["status", "collisionCount"]).as_i64();
+    let o = field_at(old, &["status", "collisionCount"]).as_i64();
     let decremented = match (n, o) {
         (None, Some(_)) => true,
         (Some(a), Some(b)) => a < b,

@@ -7,14 +7,14 @@ use serde_json::{Map, Value, json};
 
 use crate::Ctx;
 use crate::core::reset_status;
-use crate::error::FieldError;
-use crate::json::{Obj, child_obj, default_value, field, obj_mut};
 use crate::kinds::{Kind, MetaMode};
 use crate::meta::nonnegative_field;
-use crate::names;
-use crate::path::Path;
-use crate::quantity::{Quantity, canonicalize_value};
 use crate::selector::validate_label_selector;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, child_object, default_value, field, obj_mut};
+use kyb_apimachinery::names;
+use kyb_apimachinery::quantity::{Quantity, canonicalize_value};
 
 /// The rules of an `autoscaling` kind.
 pub(crate) fn lookup(version: &str, kind: &str) -> Option<Kind> {
@@ -108,7 +108,7 @@ fn canonicalize_targets(spec: &mut Map<String, Value>) {
 /// `autoscaling/v2` `SetDefaults_HorizontalPodAutoscaler`.
 fn default_hpa_v2(obj: &mut Value) {
     let Some(o) = obj.as_object_mut() else { return };
-    let Some(spec) = child_obj(o, "spec") else {
+    let Some(spec) = child_object(o, "spec") else {
         return;
     };
     default_value(spec, "minReplicas", json!(1));
@@ -132,7 +132,7 @@ fn default_hpa_v2(obj: &mut Value) {
 /// `autoscaling/v1` defaults (the CPU target is what the stored `v2` object gets).
 fn default_hpa_v1(obj: &mut Value) {
     let Some(o) = obj.as_object_mut() else { return };
-    let Some(spec) = child_obj(o, "spec") else {
+    let Some(spec) = child_object(o, "spec") else {
         return;
     };
     default_value(spec, "minReplicas", json!(1));

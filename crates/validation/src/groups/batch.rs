@@ -9,14 +9,14 @@ use crate::core::pod_defaults::default_template_at;
 use crate::core::pod_spec::validate_pod_template_spec;
 use crate::core::{reset_status, with_spec};
 use crate::cron;
-use crate::equality::semantic_eq;
-use crate::error::FieldError;
-use crate::json::{Obj, at, child_obj, default_str, default_value, field};
 use crate::kinds::Kind;
 use crate::meta::{FIELD_IMMUTABLE_MSG, immutable, nonnegative_field, validate_qualified_name};
-use crate::names;
-use crate::path::Path;
-use crate::selector::{Selector, validate_label_selector};
+use crate::selector::{self, validate_label_selector};
+use kyb_apimachinery::equality::semantic_eq;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, child_object, default_str, default_value, field, field_at};
+use kyb_apimachinery::names;
 
 const CONTROLLER_UID: &str = "batch.kubernetes.io/controller-uid";
 const LEGACY_CONTROLLER_UID: &str = "controller-uid";
@@ -45,7 +45,7 @@ pub(crate) fn lookup(kind: &str) -> Option<Kind> {
 
 /// `SetDefaults_Job` plus the pod template's defaults.
 pub(crate) fn default_job(obj: &mut Value) {
-    let template_labels = at(obj, &["spec", "template", "metadata", "labels"]).clone();
+    let template_labels = field_at(obj, &["spec", "template", "metadata", "labels"]).clone();
     with_spec(obj, |spec| {
         let completions_unset = spec.get("completions").is_none_or(Value::is_null);
         let parallelism_unset = spec.get("parallelism").is_none_or(Value::is_null);
@@ -94,7 +94,7 @@ pub(crate) fn default_job(obj: &mut Value) {
     });
     if template_labels.as_object().is_some_and(|m| !m.is_empty())
         && let Some(o) = obj.as_object_mut()
-        && let Some(meta) = child_obj(o, "metadata")
+        && let Some(meta) = child_object(o, "metadata")
         && meta
             .get("labels")
             .and_then(Value::as_object)
@@ -109,14 +109,14 @@ pub(crate) fn default_job(obj: &mut Value) {
 /// generated from the Job's name and uid (set `metadata.uid` before calling).
 fn prepare_job(obj: &mut Value) {
     reset_status(obj, json!({}));
-    if at(obj, &["spec", "manualSelector"]).as_bool() == Some(true) {
+    if field_at(obj, &["spec", "manualSelector"]).as_bool() == Some(true) {
         return;
     }
-    let name = at(obj, &["metadata", "name"])
+    let name = field_at(obj, &["metadata", "name"])
         .as_str()
         .unwrap_or_default()
         .to_string();
-    let uid = at(obj, &["metadata", "uid"])
+    let uid = field_at(obj, &["metadata", "uid"])
         .as_str()
         .unwrap_or_default()
         .to_string();
@@ -124,9 +124,9 @@ fn prepare_job(obj: &mut Value) {
         return;
     }
     with_spec(obj, |spec| {
-        if let Some(t) = child_obj(spec, "template")
-            && let Some(meta) = child_obj(t, "metadata")
-            && let Some(labels) = child_obj(meta, "labels")
+        if let Some(t) = child_object(spec, "template")
+            && let Some(meta) = child_object(t, "metadata")
+            && let Some(labels) = child_object(meta, "labels")
         {
             for (k, v) in [
                 (LEGACY_JOB_NAME, &name),
@@ -139,8 +139,8 @@ fn prepare_job(obj: &mut Value) {
                     .or_insert_with(|| Value::String(v.clone()));
             }
         }
-        if let Some(sel) = child_obj(spec, "selector")
-            && let Some(ml) = child_obj(sel, "matchLabels")
+        if let Some(sel) = child_object(spec, "selector")
+            && let Some(ml) = child_object(sel, "matchLabels")
         {
             ml.entry(CONTROLLER_UID.to_string())
                 .or_insert_with(|| Value::String(uid.clone()));
@@ -165,21 +165,25 @@ fn has_label(meta: &Value, path: &Path, key: &str, expected: &str) -> Vec<FieldE
 
 fn validate_generated_selector(job: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    if at(job, &["spec", "manualSelector"]).as_bool() == Some(true) {
+    if field_at(job, &["spec", "manualSelector"]).as_bool() == Some(true) {
         return errs;
     }
-    let uid = at(job, &["metadata", "uid"]).as_str().unwrap_or_default();
+    let uid = field_at(job, &["metadata", "uid"])
+        .as_str()
+        .unwrap_or_default();
     if uid.is_empty() {
         return errs;
     }
-    let name = at(job, &["metadata", "name"]).as_str().unwrap_or_default();
-    let tmeta = at(job, &["spec", "template", "metadata"]);
+    let name = field_at(job, &["metadata", "name"])
+        .as_str()
+        .unwrap_or_default();
+    let tmeta = field_at(job, &["spec", "template", "metadata"]);
     let mp = Path::new("spec").child("template").child("metadata");
     errs.extend(has_label(tmeta, &mp, LEGACY_CONTROLLER_UID, uid));
     errs.extend(has_label(tmeta, &mp, LEGACY_JOB_NAME, name));
     errs.extend(has_label(tmeta, &mp, CONTROLLER_UID, uid));
     errs.extend(has_label(tmeta, &mp, JOB_NAME, name));
-    let sel = at(job, &["spec", "selector"]);
+    let sel = field_at(job, &["spec", "selector"]);
     let expected = json!({"matchLabels": {CONTROLLER_UID: uid}});
     if !semantic_eq(sel, &expected) {
         errs.push(FieldError::invalid(
@@ -201,7 +205,7 @@ fn validate_pod_failure_policy(spec: &Value, path: &Path) -> Vec<FieldError> {
     }
     let per_index = spec.has("backoffLimitPerIndex");
     let mut containers: Vec<&str> = Vec::new();
-    let tspec = at(spec, &["template", "spec"]);
+    let tspec = field_at(spec, &["template", "spec"]);
     for key in ["initContainers", "containers"] {
         containers.extend(tspec.arr(key).iter().map(|c| c.str("name")));
     }
@@ -263,7 +267,7 @@ fn validate_pod_failure_policy(spec: &Value, path: &Path) -> Vec<FieldError> {
             let values: Vec<i64> = exit
                 .arr("values")
                 .iter()
-                .filter_map(crate::json::as_int)
+                .filter_map(kyb_apimachinery::json::as_int)
                 .collect();
             if values.is_empty() {
                 errs.push(FieldError::required(
@@ -407,7 +411,7 @@ fn validate_job_spec_common(spec: &Value, path: &Path) -> Vec<FieldError> {
     let tmpl = field(spec, "template");
     let tp = path.child("template");
     errs.extend(validate_pod_template_spec(tmpl, &tp));
-    let rp = at(tmpl, &["spec", "restartPolicy"])
+    let rp = field_at(tmpl, &["spec", "restartPolicy"])
         .as_str()
         .unwrap_or_default();
     let rpp = tp.child("spec").child("restartPolicy");
@@ -439,9 +443,9 @@ fn validate_job(job: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     } else {
         errs.extend(validate_label_selector(sel, false, &path.child("selector")));
     }
-    if let Ok(s) = Selector::parse(sel) {
-        let labels = at(spec, &["template", "metadata", "labels"]);
-        if !s.matches(labels) {
+    if let Ok(s) = selector::parse(sel) {
+        let labels = field_at(spec, &["template", "metadata", "labels"]);
+        if !s.matches(labels.as_object()) {
             errs.push(FieldError::invalid(
                 &path.child("template").child("metadata").child("labels"),
                 labels.clone(),
@@ -453,7 +457,9 @@ fn validate_job(job: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
         && let Some(c) = spec.int("completions")
         && c > 0
     {
-        let name = at(job, &["metadata", "name"]).as_str().unwrap_or_default();
+        let name = field_at(job, &["metadata", "name"])
+            .as_str()
+            .unwrap_or_default();
         let host = format!("{name}-{}", c - 1);
         if !names::dns1123_label_errors(&host).is_empty() {
             errs.push(FieldError::invalid(
@@ -509,7 +515,7 @@ fn validate_job_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldErr
     ));
     let nt = field(ns, "template");
     let ot = field(os, "template");
-    let mutable = os.flag("suspend") && at(old, &["status", "startTime"]).is_null();
+    let mutable = os.flag("suspend") && field_at(old, &["status", "startTime"]).is_null();
     let (a, b) = if mutable {
         (
             without(nt, MUTABLE_WHEN_SUSPENDED),
@@ -664,7 +670,9 @@ fn validate_cron_job(cj: &Value, ctx: &Ctx<'_>) -> Vec<FieldError> {
     errs.extend(nonnegative_field(spec, "successfulJobsHistoryLimit", &path));
     errs.extend(nonnegative_field(spec, "failedJobsHistoryLimit", &path));
     if ctx.old.is_none() {
-        let name = at(cj, &["metadata", "name"]).as_str().unwrap_or_default();
+        let name = field_at(cj, &["metadata", "name"])
+            .as_str()
+            .unwrap_or_default();
         if name.len() > 52 {
             errs.push(FieldError::invalid(
                 &Path::new("metadata").child("name"),

@@ -3,11 +3,11 @@
 use serde_json::Value;
 
 use crate::Ctx;
-use crate::error::FieldError;
-use crate::json::{Obj, field};
 use crate::kinds::Kind;
-use crate::names;
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, field};
+use kyb_apimachinery::names;
 
 /// The rules of a `coordination.k8s.io/v1` kind.
 pub(crate) fn lookup(kind: &str) -> Option<Kind> {

@@ -6,13 +6,13 @@ use std::net::IpAddr;
 use serde_json::{Value, json};
 
 use crate::Ctx;
-use crate::error::FieldError;
-use crate::json::{Obj, at, default_value, each_obj, field};
 use crate::kinds::Kind;
 use crate::meta::{immutable, validate_labels, validate_qualified_name};
-use crate::names;
 use crate::net::{parse_ip, validate_non_special_ip};
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, default_value, each_obj, field, field_at};
+use kyb_apimachinery::names;
 
 /// The rules of a `discovery.k8s.io/v1` kind.
 pub(crate) fn lookup(kind: &str) -> Option<Kind> {
@@ -132,7 +132,7 @@ fn validate_slice(slice: &Value, ctx: &Ctx<'_>) -> Vec<FieldError> {
                     errs.push(FieldError::invalid(&p.child("hostname"), h, m));
                 }
             }
-            let zones = at(ep, &["hints", "forZones"])
+            let zones = field_at(ep, &["hints", "forZones"])
                 .as_array()
                 .map(Vec::as_slice)
                 .unwrap_or_default();

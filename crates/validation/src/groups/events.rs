@@ -2,7 +2,7 @@
 
 use crate::core::event::{validate_events_api, validate_events_api_update};
 use crate::kinds::Kind;
-use crate::names;
+use kyb_apimachinery::names;
 
 /// The rules of an `events.k8s.io/v1` kind.
 pub(crate) fn lookup(kind: &str) -> Option<Kind> {

@@ -3,10 +3,11 @@
 
 use serde_json::Value;
 
-use crate::error::FieldError;
-use crate::json::{Obj, field};
-use crate::path::Path;
-use crate::{Ctx, json};
+use crate::Ctx;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json;
+use kyb_apimachinery::json::{Obj, field};
 
 /// `ValidateTokenRequest`: between 10 minutes and 2^32 seconds (an unset duration means the
 /// one hour default).

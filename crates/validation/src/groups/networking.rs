@@ -5,14 +5,16 @@ use serde_json::{Value, json};
 
 use crate::Ctx;
 use crate::core::reset_status;
-use crate::error::FieldError;
-use crate::json::{Obj, at, child_obj, default_str, default_value, each_obj, field, obj_mut};
 use crate::kinds::Kind;
 use crate::meta::immutable;
-use crate::names;
 use crate::net::{is_strict_subset, parse_cidr, parse_ip, validate_cidr, validate_ip};
-use crate::path::Path;
 use crate::selector::validate_label_selector;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{
+    Obj, child_object, default_str, default_value, each_obj, field, field_at, obj_mut,
+};
+use kyb_apimachinery::names;
 
 /// The rules of a `networking.k8s.io/v1` kind.
 pub(crate) fn lookup(kind: &str) -> Option<Kind> {
@@ -28,8 +30,8 @@ pub(crate) fn lookup(kind: &str) -> Option<Kind> {
             .validate(validate_ingress_class)
             .update(|n, o, _| {
                 immutable(
-                    at(n, &["spec", "controller"]),
-                    at(o, &["spec", "controller"]),
+                    field_at(n, &["spec", "controller"]),
+                    field_at(o, &["spec", "controller"]),
                     &Path::new("spec").child("controller"),
                 )
             }),
@@ -252,7 +254,7 @@ fn validate_ingress(ing: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
                 m,
             ));
         }
-        let annotation = at(
+        let annotation = field_at(
             ing,
             &["metadata", "annotations", "kubernetes.io/ingress.class"],
         );
@@ -270,7 +272,7 @@ fn validate_ingress(ing: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
 fn validate_ingress_status(new: &Value, _old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let path = Path::new("status").child("loadBalancer").child("ingress");
-    for (i, ing) in at(new, &["status", "loadBalancer", "ingress"])
+    for (i, ing) in field_at(new, &["status", "loadBalancer", "ingress"])
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default()
@@ -380,7 +382,7 @@ fn validate_ingress_class(ic: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
 /// `SetDefaults_NetworkPolicy` and its ports' protocol.
 fn default_network_policy(obj: &mut Value) {
     let Some(o) = obj.as_object_mut() else { return };
-    let Some(spec) = child_obj(o, "spec") else {
+    let Some(spec) = child_object(o, "spec") else {
         return;
     };
     let no_types = spec
@@ -441,7 +443,7 @@ fn validate_np_port(port: &Value, path: &Path) -> Vec<FieldError> {
             }
         }
         v => {
-            let p = crate::json::as_int(v).unwrap_or(0);
+            let p = kyb_apimachinery::json::as_int(v).unwrap_or(0);
             for m in names::port_number_errors(p) {
                 errs.push(FieldError::invalid(&path.child("port"), p, m));
             }

@@ -6,13 +6,13 @@ use serde_json::{Value, json};
 use crate::Ctx;
 use crate::core::resources::{validate_container_resource_name, validate_resource_requirements};
 use crate::core::scheduling::validate_tolerations;
-use crate::error::FieldError;
-use crate::json::{Obj, at, field};
 use crate::kinds::Kind;
 use crate::meta::{immutable, validate_labels};
-use crate::names;
-use crate::path::Path;
-use crate::quantity::canonicalize_list;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, field, field_at};
+use kyb_apimachinery::names;
+use kyb_apimachinery::quantity::canonicalize_list;
 
 /// The rules of a `node.k8s.io/v1` kind.
 pub(crate) fn lookup(kind: &str) -> Option<Kind> {
@@ -43,7 +43,7 @@ fn validate_runtime_class(rc: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     for m in names::name_is_dns_label(handler, false) {
         errs.push(FieldError::invalid(&Path::new("handler"), handler, m));
     }
-    let pf = at(rc, &["overhead", "podFixed"]);
+    let pf = field_at(rc, &["overhead", "podFixed"]);
     if !pf.is_null() {
         errs.extend(validate_resource_requirements(
             &json!({"limits": pf}),

@@ -5,14 +5,14 @@ use serde_json::{Value, json};
 
 use crate::Ctx;
 use crate::core::reset_status;
-use crate::error::FieldError;
 use crate::groups::apps::{int_or_percent_value, validate_int_or_percent};
-use crate::json::{Obj, at, field};
 use crate::kinds::{Kind, MetaMode};
 use crate::meta::{nonnegative_field, validate_label_name};
-use crate::names;
-use crate::path::Path;
 use crate::selector::validate_label_selector;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, field, field_at};
+use kyb_apimachinery::names;
 
 /// The rules of a `policy/v1` kind.
 pub(crate) fn lookup(kind: &str) -> Option<Kind> {
@@ -158,7 +158,7 @@ fn validate_pdb_status(new: &Value, _old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldEr
         errs.extend(nonnegative_field(status, key, &path));
     }
     errs.extend(validate_conditions(
-        at(new, &["status", "conditions"])
+        field_at(new, &["status", "conditions"])
             .as_array()
             .map(Vec::as_slice)
             .unwrap_or_default(),

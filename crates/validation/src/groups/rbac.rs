@@ -5,12 +5,12 @@
 use serde_json::Value;
 
 use crate::Ctx;
-use crate::error::FieldError;
-use crate::json::{Obj, default_str, each_obj, field, obj_mut};
 use crate::kinds::Kind;
-use crate::names;
-use crate::path::Path;
-use crate::selector::{Selector, validate_label_selector};
+use crate::selector::{self, validate_label_selector};
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, default_str, each_obj, field, obj_mut};
+use kyb_apimachinery::names;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -115,7 +115,7 @@ fn validate_cluster_role(role: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
         }
         for (i, s) in selectors.iter().enumerate() {
             errs.extend(validate_label_selector(s, false, &sp.index(i)));
-            if Selector::parse(s).is_err() {
+            if selector::parse(s).is_err() {
                 errs.push(FieldError::invalid(
                     &sp.index(i),
                     s.clone(),
@@ -218,7 +218,7 @@ fn validate_binding(b: &Value, namespaced: bool) -> Vec<FieldError> {
 
 fn validate_binding_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let n = field(new, "roleRef");
-    if !crate::equality::semantic_eq(n, field(old, "roleRef")) {
+    if !kyb_apimachinery::equality::semantic_eq(n, field(old, "roleRef")) {
         return vec![FieldError::invalid(
             &Path::new("roleRef"),
             n.clone(),

@@ -4,12 +4,12 @@
 use serde_json::{Value, json};
 
 use crate::Ctx;
-use crate::error::FieldError;
-use crate::json::{Obj, at, default_value, field};
 use crate::kinds::Kind;
 use crate::meta::immutable;
-use crate::names;
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, default_value, field, field_at};
+use kyb_apimachinery::names;
 
 /// Highest priority a user-defined class may have.
 const HIGHEST_USER_PRIORITY: i64 = 1_000_000_000;
@@ -50,7 +50,9 @@ fn known_system_class(name: &str, value: i64, global_default: bool) -> Result<()
 
 fn validate_priority_class(pc: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let name = at(pc, &["metadata", "name"]).as_str().unwrap_or_default();
+    let name = field_at(pc, &["metadata", "name"])
+        .as_str()
+        .unwrap_or_default();
     let value = pc.int("value").unwrap_or(0);
     if name.starts_with("system-") {
         if let Err(e) = known_system_class(name, value, pc.flag("globalDefault")) {

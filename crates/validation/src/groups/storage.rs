@@ -8,12 +8,12 @@ use crate::Ctx;
 use crate::core::reset_status;
 use crate::core::storage::validate_pv;
 use crate::core::volumes::validate_csi_driver_name;
-use crate::error::FieldError;
-use crate::json::{Obj, at, child_obj, default_str, default_value, field};
 use crate::kinds::Kind;
 use crate::meta::{immutable, validate_label_name, validate_qualified_name};
-use crate::names;
-use crate::path::Path;
+use kyb_apimachinery::field::FieldError;
+use kyb_apimachinery::field::Path;
+use kyb_apimachinery::json::{Obj, child_object, default_str, default_value, field, field_at};
+use kyb_apimachinery::names;
 
 /// The rules of a `storage.k8s.io/v1` kind.
 pub(crate) fn lookup(kind: &str) -> Option<Kind> {
@@ -120,7 +120,7 @@ fn validate_storage_class(sc: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
 fn validate_storage_class_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for key in ["parameters", "provisioner", "reclaimPolicy"] {
-        if !crate::equality::semantic_eq(field(new, key), field(old, key)) {
+        if !kyb_apimachinery::equality::semantic_eq_field(new, old, key) {
             errs.push(FieldError::forbidden(
                 &Path::new(key),
                 format!("updates to {key} are forbidden."),
@@ -137,7 +137,7 @@ fn validate_storage_class_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Ve
 
 fn default_csi_driver(obj: &mut Value) {
     let Some(o) = obj.as_object_mut() else { return };
-    let Some(spec) = child_obj(o, "spec") else {
+    let Some(spec) = child_object(o, "spec") else {
         return;
     };
     default_value(spec, "attachRequired", json!(true));
@@ -157,7 +157,9 @@ fn default_csi_driver(obj: &mut Value) {
 
 fn validate_csi_driver(d: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let mut errs = validate_csi_driver_name(
-        at(d, &["metadata", "name"]).as_str().unwrap_or_default(),
+        field_at(d, &["metadata", "name"])
+            .as_str()
+            .unwrap_or_default(),
         &Path::new("name"),
     );
     let spec = field(d, "spec");
@@ -223,8 +225,8 @@ fn validate_csi_driver_update(new: &Value, old: &Value, _ctx: &Ctx<'_>) -> Vec<F
     let mut errs = Vec::new();
     for key in ["volumeLifecycleModes", "fsGroupPolicy"] {
         errs.extend(immutable(
-            at(new, &["spec", key]),
-            at(old, &["spec", key]),
+            field_at(new, &["spec", key]),
+            field_at(old, &["spec", key]),
             &Path::new("spec").child(key),
         ));
     }
@@ -235,7 +237,7 @@ fn validate_csi_node(n: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let dp = Path::new("spec").child("drivers");
     let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    for (i, d) in at(n, &["spec", "drivers"])
+    for (i, d) in field_at(n, &["spec", "drivers"])
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or_default()
@@ -265,7 +267,7 @@ fn validate_csi_node(n: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
                 &p.child("topologyKeys").index(j),
             ));
         }
-        if let Some(c) = at(d, &["allocatable", "count"]).as_i64()
+        if let Some(c) = field_at(d, &["allocatable", "count"]).as_i64()
             && c < 0
         {
             errs.push(FieldError::invalid(

@@ -2,8 +2,8 @@
 //! endpoints), TLS trusting its `caBundle` (the system's roots when empty), one POST of
 //! the AdmissionReview with the webhook's timeout, the response body read whole (bounded).
 
-use crate::server::Server;
-use base64::Engine;
+use crate::engine::Engine;
+use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::rt::TokioIo;
@@ -99,7 +99,7 @@ struct Resolved {
     path: String,
 }
 
-fn resolve(server: &Server, endpoint: &Endpoint) -> Result<Resolved, String> {
+fn resolve(engine: &Engine, endpoint: &Endpoint) -> Result<Resolved, String> {
     match endpoint {
         Endpoint::Url(url) => {
             let uri: http::Uri = url
@@ -131,7 +131,7 @@ fn resolve(server: &Server, endpoint: &Endpoint) -> Result<Resolved, String> {
             path,
             port,
         } => {
-            let address = service_endpoint(server, namespace, name, *port)?;
+            let address = service_endpoint(engine, namespace, name, *port)?;
             Ok(Resolved {
                 connect: address,
                 server_name: format!("{name}.{namespace}.svc"),
@@ -144,12 +144,12 @@ fn resolve(server: &Server, endpoint: &Endpoint) -> Result<Resolved, String> {
 /// A ready endpoint of a service's port: the API server reaches webhooks behind services
 /// directly, as kube-apiserver does with endpoint routing.
 fn service_endpoint(
-    server: &Server,
+    engine: &Engine,
     namespace: &str,
     name: &str,
     port: u16,
 ) -> Result<String, String> {
-    let service = server
+    let service = engine
         .cache
         .lookup("", "services", Some(namespace), name)
         .ok_or_else(|| format!("service \"{name}\" not found"))?;
@@ -163,7 +163,7 @@ fn service_endpoint(
         })
         .ok_or_else(|| format!("service {namespace}/{name} has no port {port}"))?;
     let port_name = service_port["name"].as_str().unwrap_or_default();
-    let endpoints = server
+    let endpoints = engine
         .cache
         .lookup("", "endpoints", Some(namespace), name)
         .ok_or_else(|| format!("service {namespace}/{name} has no endpoints"))?;
@@ -196,7 +196,7 @@ fn service_endpoint(
 /// POSTs `body` to the webhook and returns the response body; errors read like the
 /// underlying failure ("connection refused", "context deadline exceeded").
 pub async fn post(
-    server: &Server,
+    engine: &Engine,
     tls: &TlsConfigs,
     endpoint: &Endpoint,
     ca_bundle: &str,
@@ -204,7 +204,7 @@ pub async fn post(
     body: Bytes,
 ) -> Result<Value, String> {
     let attempt = async {
-        let resolved = resolve(server, endpoint)?;
+        let resolved = resolve(engine, endpoint)?;
         let config = tls.get(ca_bundle)?;
         let tcp = tokio::net::TcpStream::connect(&resolved.connect)
             .await

@@ -18,9 +18,10 @@ use crate::cache::WatchCache;
 use async_trait::async_trait;
 use bytes::Bytes;
 use client::{Endpoint, TlsConfigs};
-use kyb_api::labels::Selector;
+use kyb_api::Status;
 use kyb_api::registry::ResourceDef;
-use kyb_api::{Status, meta};
+use kyb_apimachinery::labels::Selector;
+use kyb_apimachinery::meta;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -214,7 +215,7 @@ impl Webhooks {
         attributes: &Attributes<'_>,
         object: Option<&Value>,
     ) -> Result<Vec<(Arc<Hook>, &'static ResourceDef)>, Status> {
-        let cache = &context.server.cache;
+        let cache = &context.engine.cache;
         let mut namespace_labels = None;
         let mut selected = Vec::new();
         for hook in hooks {
@@ -296,7 +297,7 @@ impl Webhooks {
         let body =
             Bytes::from(serde_json::to_vec(&review).map_err(|e| Status::internal(e.to_string()))?);
         let result = client::post(
-            context.server,
+            context.engine,
             &self.tls,
             &hook.endpoint,
             &hook.ca_bundle,
@@ -440,7 +441,7 @@ impl Plugin for MutatingWebhooks {
         let webhooks = &self.0;
         let hooks = webhooks
             .mutating
-            .hooks(&context.server.cache, &webhooks.cel);
+            .hooks(&context.engine.cache, &webhooks.cel);
         if hooks.is_empty() || !any_rule(&hooks, attributes) {
             return Ok(());
         }
@@ -563,7 +564,7 @@ impl Plugin for ValidatingWebhooks {
         let webhooks = &self.0;
         let hooks = webhooks
             .validating
-            .hooks(&context.server.cache, &webhooks.cel);
+            .hooks(&context.engine.cache, &webhooks.cel);
         if hooks.is_empty() || !any_rule(&hooks, attributes) {
             return Ok(());
         }

@@ -12,9 +12,8 @@
 //! volume's `spec.nodeAffinity` must also allow that node.
 
 use crate::selector;
-use k8s_openapi::api::core::v1::{
-    NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume, PersistentVolumeClaim,
-};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use kyb_component_helpers::nodeaffinity;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -75,7 +74,7 @@ pub fn volume_capacity(volume: &PersistentVolume) -> i128 {
 /// A resource quantity (`5Gi`, `500M`, `1.5G`, `1e9`, `100m`) in nano-units, exactly;
 /// `None` if malformed. Values too large for `i128` saturate.
 pub fn parse_quantity(text: &str) -> Option<i128> {
-    crate::quantity::parse_scaled(text, 9)
+    kyb_apimachinery::quantity::parse_scaled(text, 9)
 }
 
 /// Whether the claim and the volume disagree on `Filesystem` vs `Block`.
@@ -147,14 +146,11 @@ pub fn check_satisfies(
     Ok(())
 }
 
-/// The node a claim is to be bound for.
-#[derive(Clone, Copy, Debug)]
-pub struct NodeTarget<'a> {
-    pub name: &'a str,
-    pub labels: Option<&'a BTreeMap<String, String>>,
-}
+/// The node a claim is to be bound for: its name and labels.
+pub type NodeTarget<'a> = nodeaffinity::NodeParts<'a>;
 
-/// Whether the volume's required node affinity allows `node` (no affinity: any node).
+/// Whether the volume's required node affinity allows `node` (no affinity: any node),
+/// matched as the scheduler matches node affinity (`kyb_component_helpers::nodeaffinity`).
 pub fn node_affinity_allows(volume: &PersistentVolume, node: NodeTarget<'_>) -> bool {
     let Some(required) = volume
         .spec
@@ -164,55 +160,7 @@ pub fn node_affinity_allows(volume: &PersistentVolume, node: NodeTarget<'_>) -> 
     else {
         return true;
     };
-    required
-        .node_selector_terms
-        .iter()
-        .any(|term| term_matches(term, node))
-}
-
-/// A node selector term: all its expressions and fields hold; an empty term matches
-/// nothing.
-fn term_matches(term: &NodeSelectorTerm, node: NodeTarget<'_>) -> bool {
-    let expressions = term.match_expressions.as_deref().unwrap_or_default();
-    let fields = term.match_fields.as_deref().unwrap_or_default();
-    if expressions.is_empty() && fields.is_empty() {
-        return false;
-    }
-    let empty = BTreeMap::new();
-    let labels = node.labels.unwrap_or(&empty);
-    expressions
-        .iter()
-        .all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
-        && fields.iter().all(|r| {
-            r.key == "metadata.name"
-                && matches!(r.operator.as_str(), "In" | "NotIn")
-                && requirement_matches(r, Some(node.name))
-        })
-}
-
-fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str>) -> bool {
-    let values = requirement.values.as_deref().unwrap_or_default();
-    let number = |s: &str| s.parse::<i64>().ok();
-    match requirement.operator.as_str() {
-        "In" => value.is_some_and(|v| values.iter().any(|w| w == v)),
-        "NotIn" => value.is_none_or(|v| values.iter().all(|w| w != v)),
-        "Exists" => value.is_some(),
-        "DoesNotExist" => value.is_none(),
-        "Gt" | "Lt" => {
-            let (Some(have), [want]) = (value.and_then(number), values) else {
-                return false;
-            };
-            let Some(want) = number(want) else {
-                return false;
-            };
-            if requirement.operator == "Gt" {
-                have > want
-            } else {
-                have < want
-            }
-        }
-        _ => false,
-    }
+    nodeaffinity::match_node_selector_terms(required, &node)
 }
 
 /// The volume for an unbound claim without `spec.volumeName`, if any.

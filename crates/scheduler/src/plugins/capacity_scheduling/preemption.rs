@@ -10,7 +10,7 @@ use crate::framework::{
     PostFilterResult, Status,
 };
 use k8s_openapi::jiff::Timestamp;
-use kyb_api::labels::Selector;
+use kyb_apimachinery::labels::Selector;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 

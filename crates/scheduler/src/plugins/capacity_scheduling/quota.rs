@@ -3,7 +3,7 @@
 //! rules: a resource missing from `max` is unlimited, missing from `min` is zero).
 
 use crate::framework::{PodInfo, Resources, resources};
-use kyb_validation::quantity::Quantity;
+use kyb_apimachinery::quantity::Quantity;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

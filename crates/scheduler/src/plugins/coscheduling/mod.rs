@@ -327,7 +327,7 @@ impl Coscheduling {
 
 /// A resource amount in the units the scheduler counts it in (millicores for CPU).
 fn base_units(name: &str, quantity: &Value) -> i64 {
-    let Ok(q) = kyb_validation::quantity::Quantity::from_json(quantity) else {
+    let Ok(q) = kyb_apimachinery::quantity::Quantity::from_json(quantity) else {
         return 0;
     };
     let amount = if name == resources::CPU {

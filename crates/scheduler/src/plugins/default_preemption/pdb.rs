@@ -2,7 +2,7 @@
 //! budget below zero (`status.disruptionsAllowed`, counting down victim by victim).
 
 use crate::framework::PodInfo;
-use kyb_api::labels::Selector;
+use kyb_apimachinery::labels::Selector;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -41,7 +41,7 @@ use crate::framework::{
     PodInfo, PreFilterExtensions, PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin,
     Snapshot, Status,
 };
-use kyb_api::labels::Selector;
+use kyb_apimachinery::labels::Selector;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;

@@ -17,7 +17,7 @@ use crate::framework::{
     CycleState, Handle, MAX_NODE_SCORE, NodeInfo, Plugin, PodInfo, PreScorePlugin, ScorePlugin,
     Status,
 };
-use kyb_validation::ErrorKind;
+use kyb_apimachinery::field::ErrorKind;
 use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;

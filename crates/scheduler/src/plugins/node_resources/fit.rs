@@ -27,9 +27,9 @@ use crate::framework::{
     ClusterEvent, Code, CycleState, FilterPlugin, Handle, MAX_NODE_SCORE, NodeInfo, Plugin,
     PodInfo, PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin, Snapshot, Status,
 };
-use kyb_api::gofmt;
-use kyb_validation::names::qualified_name_errors;
-use kyb_validation::{ErrorKind, FieldError};
+use kyb_apimachinery::field::{ErrorKind, FieldError};
+use kyb_apimachinery::gofmt;
+use kyb_apimachinery::names::qualified_name_errors;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeSet;

@@ -10,7 +10,7 @@ pub mod fit;
 
 use crate::framework::resources::{CPU, EPHEMERAL_STORAGE, MEMORY};
 use crate::framework::{NodeInfo, PodInfo};
-use kyb_validation::{ErrorKind, FieldError};
+use kyb_apimachinery::field::{ErrorKind, FieldError};
 use serde::Deserialize;
 use serde_json::Value;
 

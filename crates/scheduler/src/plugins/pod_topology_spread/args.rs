@@ -94,7 +94,7 @@ impl Args {
                     "{path}.topologyKey: Required value: can not be empty"
                 ));
             } else {
-                for message in kyb_validation::names::qualified_name_errors(&c.topology_key) {
+                for message in kyb_apimachinery::names::qualified_name_errors(&c.topology_key) {
                     errors.push(invalid(
                         &format!("{path}.topologyKey"),
                         format!("{:?}", c.topology_key),

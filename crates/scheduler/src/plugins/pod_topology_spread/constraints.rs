@@ -12,10 +12,10 @@
 use super::counting::FastMap;
 use crate::framework::{Lister, PodInfo};
 use k8s_openapi::api::core::v1::TopologySpreadConstraint;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use kyb_api::labels::{Operator, Requirement, Selector};
+use kyb_apimachinery::labels::{Operator, Requirement, Selector};
+use kyb_component_helpers::label_selector;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 /// `kubernetes.io/hostname`: spread over nodes (scored per node, as Kubernetes does).
@@ -91,7 +91,7 @@ pub fn from_specs(
     {
         // A constraint without a selector counts no pods.
         let mut selector = match &spec.label_selector {
-            Some(selector) => parse_selector(selector)?,
+            Some(selector) => label_selector::as_selector(selector)?,
             None => Selector::nothing(),
         };
         if spec.label_selector.is_some() {
@@ -136,46 +136,6 @@ fn requirement<'a>(
         operator,
         values: values.into_iter().map(str::to_string).collect(),
     }
-}
-
-/// `metav1.LabelSelectorAsSelector` for a selector that is set: an empty one selects
-/// everything.
-fn parse_selector(selector: &LabelSelector) -> Result<Selector, String> {
-    let mut requirements = Vec::new();
-    for (key, value) in selector.match_labels.iter().flatten() {
-        requirements.push(requirement(key, Operator::Equals, [value.as_str()]));
-    }
-    for expression in selector.match_expressions.iter().flatten() {
-        let values: BTreeSet<String> = expression.values.iter().flatten().cloned().collect();
-        let operator = match expression.operator.as_str() {
-            "In" => Operator::In,
-            "NotIn" => Operator::NotIn,
-            "Exists" => Operator::Exists,
-            "DoesNotExist" => Operator::DoesNotExist,
-            other => return Err(format!("{other:?} is not a valid label selector operator")),
-        };
-        match operator {
-            Operator::In | Operator::NotIn if values.is_empty() => {
-                return Err(format!(
-                    "key {:?}: for 'in', 'notin' operators, values set can't be empty",
-                    expression.key
-                ));
-            }
-            Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
-                return Err(format!(
-                    "key {:?}: values set must be empty for exists and does not exist",
-                    expression.key
-                ));
-            }
-            _ => {}
-        }
-        requirements.push(Requirement {
-            key: expression.key.clone(),
-            operator,
-            values,
-        });
-    }
-    Ok(Selector { requirements })
 }
 
 fn str_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {

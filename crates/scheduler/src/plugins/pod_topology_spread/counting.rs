@@ -9,7 +9,7 @@ use super::constraints::Constraint;
 use super::node_inclusion::NodeInclusion;
 use super::node_table::{ColumnView, EMPTY_VALUE, MISSING, Request, View};
 use crate::framework::{NodeInfo, PodInfo};
-use kyb_api::labels::Selector;
+use kyb_apimachinery::labels::Selector;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;

@@ -18,7 +18,7 @@ use super::counting::{FastMap, matching_pods};
 use super::node_inclusion::{NodeAffinity, tolerates_taints};
 use crate::framework::NodeInfo;
 use k8s_openapi::api::core::v1::Toleration;
-use kyb_api::labels::Selector;
+use kyb_apimachinery::labels::Selector;
 use std::sync::{Arc, Mutex, Weak};
 
 /// A key column's value for a node without the label.

@@ -1,0 +1,111 @@
+//! The engine: the narrow handles the REST engine, admission and the server's keepers work
+//! through — the watch cache (reads, watches, freshness), the store (compare-and-swap
+//! writes), the admission chain, the authorizer and authenticator (for reviews, token
+//! requests and escalation checks), service address allocation, and the server's own
+//! identity. Nothing here knows of connections, TLS, the filter stack, discovery or audit:
+//! those belong to the serving side (`server`, `filters`, `routes`).
+
+use crate::admission;
+use crate::auth::{Authenticator, Authorizer, User};
+use crate::cache::WatchCache;
+use kyb_api::Status;
+use kyb_storage::Store;
+use std::net::Ipv4Addr;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio::sync::Mutex;
+
+/// How long a consistent read waits for the cache before reading storage directly.
+const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
+
+/// What every resource request is served with.
+pub struct Engine {
+    /// This engine, for work that outlives the request that starts it.
+    me: Weak<Engine>,
+    /// Reads and watches; consistent reads wait for it to catch up ([`Engine::fresh`]).
+    pub cache: Arc<WatchCache>,
+    /// Writes (compare-and-swap) and the reads the cache cannot answer (a paginated list's
+    /// later pages, at the first page's revision).
+    pub store: Arc<dyn Store>,
+    pub admission: admission::Chain,
+    /// Access reviews, escalation checks, the CEL `authorizer` library.
+    pub authorizer: Arc<Authorizer>,
+    /// Token reviews and TokenRequests.
+    pub authenticator: Arc<Authenticator>,
+    pub services: ServiceRanges,
+    /// The identity of the server's own writes (`system:apiserver`).
+    pub identity: Arc<User>,
+}
+
+/// Where Services' ClusterIPs and NodePorts come from; allocation is serialized.
+pub struct ServiceRanges {
+    pub service_cidr: (Ipv4Addr, u8),
+    pub node_ports: (u16, u16),
+    pub(crate) allocation: Mutex<()>,
+}
+
+impl ServiceRanges {
+    pub fn new(service_cidr: (Ipv4Addr, u8), node_ports: (u16, u16)) -> ServiceRanges {
+        ServiceRanges {
+            service_cidr,
+            node_ports,
+            allocation: Mutex::new(()),
+        }
+    }
+}
+
+/// The parts an [`Engine`] is made of.
+pub struct Parts {
+    pub cache: Arc<WatchCache>,
+    pub store: Arc<dyn Store>,
+    pub admission: admission::Chain,
+    pub authorizer: Arc<Authorizer>,
+    pub authenticator: Arc<Authenticator>,
+    pub services: ServiceRanges,
+}
+
+impl Engine {
+    pub fn new(parts: Parts) -> Arc<Engine> {
+        Arc::new_cyclic(|me| Engine {
+            me: me.clone(),
+            cache: parts.cache,
+            store: parts.store,
+            admission: parts.admission,
+            authorizer: parts.authorizer,
+            authenticator: parts.authenticator,
+            services: parts.services,
+            identity: Arc::new(User::apiserver()),
+        })
+    }
+
+    /// A shared handle to this engine (`None` once it is being dropped).
+    pub fn self_ref(&self) -> Option<Arc<Engine>> {
+        self.me.upgrade()
+    }
+
+    /// Waits until the cache reflects every acknowledged write; `false` if it did not catch
+    /// up in time (the caller then reads storage).
+    pub async fn fresh(&self) -> bool {
+        self.cache.wait_fresh(FRESHNESS_WAIT).await.is_some()
+    }
+}
+
+/// The Status for a storage failure.
+pub fn storage_error(error: kyb_storage::Error) -> Status {
+    match error {
+        kyb_storage::Error::ValueTooLarge { .. } => {
+            Status::too_large("etcdserver: request is too large")
+        }
+        kyb_storage::Error::Compacted {
+            requested,
+            compacted,
+        } => Status::expired(format!(
+            "too old resource version: {requested} ({compacted})"
+        )),
+        kyb_storage::Error::FutureRevision { requested, current } => Status::timeout(format!(
+            "Too large resource version: {requested}, current: {current}"
+        )),
+        kyb_storage::Error::Closed => Status::service_unavailable("the server is shutting down"),
+        other => Status::internal(other.to_string()),
+    }
+}

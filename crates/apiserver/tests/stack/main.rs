@@ -1,0 +1,442 @@
+//! The API server's request stack driven in process, without a port: requests built here
+//! go through every layer (request info, authentication, audit, impersonation, in-flight
+//! limit, authorization, body limit) to the router and the REST engine, over a real
+//! embedded store, and the tests read the answers as a client would.
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use kyb_apiserver::response::Response;
+use kyb_apiserver::{ApiServer, Config, Connect, Security, Stack};
+use kyb_serving::{Body, Connection, ResourceRequest, User};
+use kyb_storage::{EmbeddedOptions, EmbeddedStore};
+use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Notify, mpsc};
+use tower::ServiceExt;
+
+mod health;
+
+struct InProcess {
+    stack: Stack,
+    _dir: tempfile::TempDir,
+}
+
+/// A bootstrapped server with `config`, and `connectors` registered, driven in process.
+async fn server(
+    config: Config,
+    connectors: Vec<(&str, &str, &str, Arc<dyn Connect>)>,
+) -> anyhow::Result<InProcess> {
+    let dir = kyb_testkit::temp_dir("stack")?;
+    let store = Arc::new(EmbeddedStore::open(
+        &dir.path().join("db"),
+        &EmbeddedOptions::default(),
+    )?);
+    let pki = kyb_pki::Pki::load_or_create(
+        &dir.path().join("pki"),
+        &kyb_apiserver::serving_names(&config),
+    )?;
+    let security = Security {
+        tls: kyb_pki::tls::server_config(pki.serving(), pki.ca_pem())?,
+        authenticator: Default::default(),
+        admission: kyb_apiserver::admission::Chain::default_plugins(),
+        auditor: None,
+        ca_pem: pki.ca_pem().to_string(),
+    };
+    let mut server = ApiServer::in_process(store, config, security).await?;
+    anyhow::ensure!(
+        server.local_addr().is_err(),
+        "an in-process server has no port"
+    );
+    for (group, resource, subresource, handler) in connectors {
+        server.connect(group, resource, subresource, handler);
+    }
+    tokio::time::timeout(Duration::from_secs(30), server.bootstrap()).await?;
+    Ok(InProcess {
+        stack: server.stack(),
+        _dir: dir,
+    })
+}
+
+/// A request from a client whose certificate named `user` in `groups`.
+fn request_as(
+    user: Option<(&str, &[&str])>,
+    method: Method,
+    path: &str,
+    body: Body,
+) -> Request<Body> {
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path)
+        .body(body)
+        .expect("a valid request");
+    let certificate = user.map(|(name, groups)| {
+        let mut groups: Vec<String> = groups.iter().map(|g| g.to_string()).collect();
+        groups.push("system:authenticated".into());
+        Arc::new(User {
+            name: name.into(),
+            groups,
+            ..User::default()
+        })
+    });
+    request.extensions_mut().insert(Connection {
+        peer: None,
+        certificate,
+    });
+    request
+}
+
+const ADMIN: Option<(&str, &[&str])> = Some(("admin", &["system:masters"]));
+
+async fn send(stack: &Stack, request: Request<Body>) -> anyhow::Result<(StatusCode, Value)> {
+    let (status, bytes) = send_raw(stack, request).await?;
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    Ok((status, value))
+}
+
+/// The answer's status and body as bytes.
+async fn send_raw(stack: &Stack, request: Request<Body>) -> anyhow::Result<(StatusCode, Bytes)> {
+    let response = stack.clone().oneshot(request).await?;
+    let status = response.status();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|never| anyhow::anyhow!("{never:?}"))?
+        .to_bytes();
+    Ok((status, bytes))
+}
+
+#[tokio::test]
+async fn requests_pass_authentication_and_authorization_in_process() -> anyhow::Result<()> {
+    let server = server(Config::default(), Vec::new()).await?;
+    let stack = &server.stack;
+
+    // No credential: anonymous, which RBAC lets read health but not namespaces.
+    let (code, _) = send(
+        stack,
+        request_as(None, Method::GET, "/healthz", Body::empty()),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::OK);
+    let (code, status) = send(
+        stack,
+        request_as(None, Method::GET, "/api/v1/namespaces", Body::empty()),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::FORBIDDEN);
+    assert_eq!(status["reason"], "Forbidden");
+    assert_eq!(
+        status["message"],
+        "namespaces is forbidden: User \"system:anonymous\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope"
+    );
+
+    // A bearer token nobody issued is refused outright.
+    let mut request = request_as(None, Method::GET, "/api/v1/namespaces", Body::empty());
+    request
+        .headers_mut()
+        .insert(http::header::AUTHORIZATION, "Bearer nonsense".parse()?);
+    let (code, status) = send(stack, request).await?;
+    assert_eq!(code, StatusCode::UNAUTHORIZED);
+    assert_eq!(status["reason"], "Unauthorized");
+
+    // The admin's certificate: the default namespaces bootstrap created.
+    let (code, list) = send(
+        stack,
+        request_as(ADMIN, Method::GET, "/api/v1/namespaces", Body::empty()),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::OK);
+    let names: Vec<&str> = list["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|i| i["metadata"]["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    for expected in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        assert!(names.contains(&expected), "{expected} in {names:?}");
+    }
+
+    // Impersonation: the admin acting as bob gets bob's answer.
+    let mut request = request_as(ADMIN, Method::GET, "/api/v1/namespaces", Body::empty());
+    request
+        .headers_mut()
+        .insert("impersonate-user", "bob".parse()?);
+    let (code, status) = send(stack, request).await?;
+    assert_eq!(code, StatusCode::FORBIDDEN);
+    assert!(
+        status["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("User \"bob\"")),
+        "{status}"
+    );
+
+    // A write goes through admission and storage, and reads back.
+    let body = Body::full(
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"in-process"},"data":{"a":"b"}}"#,
+    );
+    let mut request = request_as(
+        ADMIN,
+        Method::POST,
+        "/api/v1/namespaces/default/configmaps",
+        body,
+    );
+    request
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, "application/json".parse()?);
+    let (code, created) = send(stack, request).await?;
+    assert_eq!(code, StatusCode::CREATED, "{created}");
+    let (code, read) = send(
+        stack,
+        request_as(
+            ADMIN,
+            Method::GET,
+            "/api/v1/namespaces/default/configmaps/in-process",
+            Body::empty(),
+        ),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::OK);
+    assert_eq!(read["data"]["a"], "b");
+    assert_eq!(read["metadata"]["uid"], created["metadata"]["uid"]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn bodies_over_the_limit_are_refused_declared_or_streamed() -> anyhow::Result<()> {
+    let config = Config {
+        max_body_bytes: 1024,
+        ..Config::default()
+    };
+    let server = server(config, Vec::new()).await?;
+    let path = "/api/v1/namespaces/default/configmaps";
+    let large = format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"large"}},"data":{{"a":"{}"}}}}"#,
+        "x".repeat(2048)
+    );
+
+    // Declared: refused before the handler reads anything.
+    let mut request = request_as(ADMIN, Method::POST, path, Body::full(large.clone()));
+    request.headers_mut().insert(
+        http::header::CONTENT_LENGTH,
+        large.len().to_string().parse()?,
+    );
+    let (code, status) = send(&server.stack, request).await?;
+    assert_eq!(code, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(
+        status["message"],
+        "the request body is larger than 1024 bytes"
+    );
+
+    // Streamed without a length: refused as it grows past the limit.
+    let (sender, receiver) = mpsc::channel::<Bytes>(4);
+    let request = request_as(ADMIN, Method::POST, path, Body::new(ChannelBody(receiver)));
+    let feed = tokio::spawn(async move {
+        for chunk in large.as_bytes().chunks(256) {
+            if sender.send(Bytes::copy_from_slice(chunk)).await.is_err() {
+                break;
+            }
+        }
+    });
+    let (code, _) = send(&server.stack, request).await?;
+    assert_eq!(code, StatusCode::PAYLOAD_TOO_LARGE);
+    feed.await?;
+
+    // Nothing was stored.
+    let (code, _) = send(
+        &server.stack,
+        request_as(
+            ADMIN,
+            Method::GET,
+            "/api/v1/namespaces/default/configmaps/large",
+            Body::empty(),
+        ),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::NOT_FOUND);
+    Ok(())
+}
+
+/// Echoes a request's body back frame by frame, as it arrives.
+struct Echo;
+
+impl Connect for Echo {
+    fn connect(
+        &self,
+        _engine: Arc<kyb_apiserver::engine::Engine>,
+        user: Arc<User>,
+        target: ResourceRequest,
+        request: Request<Body>,
+    ) -> Pin<Box<dyn Future<Output = Response> + Send>> {
+        Box::pin(async move {
+            let mut body = request.into_body();
+            let (sender, response) = kyb_apiserver::response::stream();
+            tokio::spawn(async move {
+                let greeting = format!(
+                    "{} {}/{}\n",
+                    user.name,
+                    target.resource,
+                    target.name.unwrap_or_default()
+                );
+                let _ = sender.send(Bytes::from(greeting)).await;
+                while let Some(Ok(frame)) = body.frame().await {
+                    if let Ok(data) = frame.into_data()
+                        && sender.send(data).await.is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+            response
+        })
+    }
+}
+
+/// Holds every request until told to answer.
+struct Hold(Arc<Notify>);
+
+impl Connect for Hold {
+    fn connect(
+        &self,
+        _engine: Arc<kyb_apiserver::engine::Engine>,
+        _user: Arc<User>,
+        _target: ResourceRequest,
+        _request: Request<Body>,
+    ) -> Pin<Box<dyn Future<Output = Response> + Send>> {
+        let release = self.0.clone();
+        Box::pin(async move {
+            release.notified().await;
+            kyb_apiserver::response::stream().1
+        })
+    }
+}
+
+#[tokio::test]
+async fn connect_handlers_stream_and_long_running_ones_are_not_counted_in_flight()
+-> anyhow::Result<()> {
+    let release = Arc::new(Notify::new());
+    let config = Config {
+        max_requests_in_flight: 1,
+        ..Config::default()
+    };
+    let server = server(
+        config,
+        vec![
+            ("", "pods", "exec", Arc::new(Echo) as Arc<dyn Connect>),
+            ("", "pods", "hold", Arc::new(Hold(release.clone()))),
+        ],
+    )
+    .await?;
+    let stack = &server.stack;
+
+    // Streamed both ways: each chunk comes back before the next one is sent.
+    let (sender, receiver) = mpsc::channel::<Bytes>(1);
+    let request = request_as(
+        ADMIN,
+        Method::POST,
+        "/api/v1/namespaces/default/pods/web/exec",
+        Body::new(ChannelBody(receiver)),
+    );
+    let response = stack.clone().oneshot(request).await?;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut body = response.into_body();
+    let mut next = async || -> anyhow::Result<Bytes> {
+        let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("the stream ended"))?
+            .map_err(|never| anyhow::anyhow!("{never:?}"))?;
+        frame.into_data().map_err(|_| anyhow::anyhow!("not data"))
+    };
+    assert_eq!(next().await?, "admin pods/web\n");
+    for chunk in ["one", "two", "three"] {
+        sender.send(Bytes::from(chunk)).await?;
+        assert_eq!(next().await?, chunk);
+    }
+    drop(sender);
+
+    // One request in flight takes the only slot: the next is refused with 429, while an
+    // exec (long-running) and a health check (not a resource) still get through.
+    let held = tokio::spawn({
+        let stack = stack.clone();
+        async move {
+            stack
+                .oneshot(request_as(
+                    ADMIN,
+                    Method::GET,
+                    "/api/v1/namespaces/default/pods/web/hold",
+                    Body::empty(),
+                ))
+                .await
+        }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (code, status) = send(
+            stack,
+            request_as(ADMIN, Method::GET, "/api/v1/namespaces", Body::empty()),
+        )
+        .await?;
+        if code == StatusCode::TOO_MANY_REQUESTS {
+            assert_eq!(
+                status["message"],
+                "Too many requests, please try again later."
+            );
+            break;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the held request never took the slot"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let response = stack
+        .clone()
+        .oneshot(request_as(
+            ADMIN,
+            Method::POST,
+            "/api/v1/namespaces/default/pods/web/exec",
+            Body::empty(),
+        ))
+        .await?;
+    assert_eq!(response.status(), StatusCode::OK);
+    let (code, _) = send(
+        stack,
+        request_as(None, Method::GET, "/readyz", Body::empty()),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::OK);
+
+    release.notify_one();
+    assert_eq!(held.await??.status(), StatusCode::OK);
+    let (code, _) = send(
+        stack,
+        request_as(ADMIN, Method::GET, "/api/v1/namespaces", Body::empty()),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::OK);
+    Ok(())
+}
+
+/// A request body fed chunk by chunk through a channel, with no declared length.
+struct ChannelBody(mpsc::Receiver<Bytes>);
+
+impl http_body::Body for ChannelBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        self.get_mut()
+            .0
+            .poll_recv(cx)
+            .map(|chunk| chunk.map(|c| Ok(http_body::Frame::data(c))))
+    }
+}

@@ -1,0 +1,143 @@
+//! Control groups as the machine has them: which version is mounted (the kubelet and the
+//! container runtime must agree on it) and which driver manages them.
+//!
+//! The version is read the way runc and the kubelet read it: `/sys/fs/cgroup` is itself a
+//! cgroup2 file system on a unified (v2) machine, and a tmpfs holding one v1 hierarchy per
+//! controller otherwise; a "hybrid" machine (v1 controllers plus an empty v2 hierarchy at
+//! `/sys/fs/cgroup/unified`) counts as v1, as it does for Kubernetes.
+
+use std::fmt;
+use std::path::Path;
+
+/// Where the cgroup file systems are mounted.
+pub const ROOT: &str = "/sys/fs/cgroup";
+
+/// `statfs` file system types (linux/magic.h).
+const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+const CGROUP_SUPER_MAGIC: i64 = 0x0027_e0eb;
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+/// The cgroup version in use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Version {
+    /// One hierarchy per controller (also the hybrid layout).
+    V1,
+    /// The unified hierarchy.
+    V2,
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Version::V1 => "v1",
+            Version::V2 => "v2",
+        })
+    }
+}
+
+/// What manages the cgroup tree (the kubelet's `cgroupDriver`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Driver {
+    /// systemd is the init system: cgroups are created as systemd slices and scopes.
+    Systemd,
+    /// The cgroup file system is written directly.
+    Cgroupfs,
+}
+
+impl fmt::Display for Driver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Driver::Systemd => "systemd",
+            Driver::Cgroupfs => "cgroupfs",
+        })
+    }
+}
+
+/// Why the cgroup version could not be told.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("reading the file system at {path}: {source}")]
+    Statfs {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not a cgroup mount (file system type {kind:#x})")]
+    NotCgroup { path: String, kind: i64 },
+}
+
+/// The machine's cgroup version, from [`ROOT`].
+pub fn version() -> Result<Version, Error> {
+    version_at(Path::new(ROOT))
+}
+
+/// The cgroup version of the hierarchy mounted at `root`.
+pub fn version_at(root: &Path) -> Result<Version, Error> {
+    let stat = rustix::fs::statfs(root).map_err(|errno| Error::Statfs {
+        path: root.display().to_string(),
+        source: errno.into(),
+    })?;
+    #[allow(clippy::useless_conversion)] // `f_type`'s width depends on the architecture.
+    let kind = i64::from(stat.f_type);
+    match kind {
+        CGROUP2_SUPER_MAGIC => Ok(Version::V2),
+        TMPFS_MAGIC | CGROUP_SUPER_MAGIC => Ok(Version::V1),
+        kind => Err(Error::NotCgroup {
+            path: root.display().to_string(),
+            kind,
+        }),
+    }
+}
+
+/// The cgroup driver: systemd when systemd is the init system (it then owns the cgroup
+/// tree and expects to be asked for changes), cgroupfs otherwise.
+pub fn driver() -> Driver {
+    driver_for(Path::new("/run/systemd/system"))
+}
+
+/// The driver given systemd's marker directory (what `sd_booted()` checks).
+fn driver_for(systemd_marker: &Path) -> Driver {
+    if systemd_marker.is_dir() {
+        Driver::Systemd
+    } else {
+        Driver::Cgroupfs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn this_machine_has_a_version_consistent_with_its_mounts() {
+        let Ok(version) = version() else {
+            // No cgroup file system here (a minimal container): nothing to compare.
+            return;
+        };
+        let unified = Path::new(ROOT).join("cgroup.controllers").is_file();
+        assert_eq!(version == Version::V2, unified, "{version}");
+    }
+
+    #[test]
+    fn a_directory_that_is_not_a_cgroup_mount_is_refused() {
+        let error = version_at(Path::new("/proc")).unwrap_err();
+        assert!(
+            error.to_string().starts_with("/proc is not a cgroup mount"),
+            "{error}"
+        );
+        let error = version_at(Path::new("/nonexistent/cgroup")).unwrap_err();
+        assert!(matches!(error, Error::Statfs { .. }), "{error}");
+    }
+
+    #[test]
+    fn the_driver_follows_systemd_s_marker() {
+        let dir = std::env::temp_dir();
+        assert_eq!(driver_for(&dir), Driver::Systemd);
+        assert_eq!(
+            driver_for(&dir.join("no-such-marker-kyb")),
+            Driver::Cgroupfs
+        );
+        assert_eq!(Driver::Cgroupfs.to_string(), "cgroupfs");
+    }
+}
