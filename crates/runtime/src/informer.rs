@@ -19,7 +19,8 @@
 //!
 //! [`SharedInformers`] hands out one informer per kind, storage and [`Selection`]: every
 //! controller asking for the same shares one watch and one store; a different selector is a
-//! different watch.
+//! different watch. They watch from [`SharedInformers::start`] until the [`Watching`] it
+//! returns is dropped, so they stop with the component that started them.
 
 use crate::slim::Slim;
 use futures::StreamExt;
@@ -526,7 +527,37 @@ impl<K: Informable, S: Storage<K>> Informer<K, S> {
     }
 }
 
-type Starter = Box<dyn FnOnce() + Send>;
+/// Spawns an informer's watch task.
+type Starter = Box<dyn FnOnce() -> tokio::task::AbortHandle + Send>;
+
+/// The watch tasks of a [`SharedInformers`]: waiting for [`SharedInformers::start`],
+/// running, or stopped for good (its [`Watching`] dropped).
+#[derive(Default)]
+struct Watches {
+    pending: Vec<Starter>,
+    running: Vec<tokio::task::AbortHandle>,
+    started: bool,
+    stopped: bool,
+}
+
+/// Keeps the informers of a [`SharedInformers`] watching: dropping it aborts every watch
+/// task (and none starts afterwards), so that the informers stop with the component run
+/// that started them. The stores keep what they hold.
+#[must_use = "the informers stop watching when this is dropped"]
+pub struct Watching {
+    watches: Arc<Mutex<Watches>>,
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let mut watches = self.watches.lock().unwrap_or_else(|e| e.into_inner());
+        watches.stopped = true;
+        watches.pending.clear();
+        for task in watches.running.drain(..) {
+            task.abort();
+        }
+    }
+}
 
 /// What [`SharedInformers`] tells informers apart by: the informer's type (kind and
 /// storage), the resource (for dynamic kinds) and the selection.
@@ -543,8 +574,7 @@ struct InformerKey {
 pub struct SharedInformers {
     client: kube::Client,
     informers: Mutex<HashMap<InformerKey, Arc<dyn Any + Send + Sync>>>,
-    pending: Mutex<Vec<Starter>>,
-    started: std::sync::atomic::AtomicBool,
+    watches: Arc<Mutex<Watches>>,
     synced: Mutex<Vec<(String, watch::Receiver<bool>)>>,
 }
 
@@ -553,8 +583,7 @@ impl SharedInformers {
         Arc::new(SharedInformers {
             client,
             informers: Mutex::new(HashMap::new()),
-            pending: Mutex::new(vec![]),
-            started: std::sync::atomic::AtomicBool::new(false),
+            watches: Arc::default(),
             synced: Mutex::new(vec![]),
         })
     }
@@ -643,27 +672,34 @@ impl SharedInformers {
         };
         let config = key.selection.watcher_config();
         let run = informer.clone();
-        let starter: Starter = Box::new(move || {
-            tokio::spawn(run.run(api, config, what));
-        });
-        if self.started.load(std::sync::atomic::Ordering::SeqCst) {
-            starter();
+        let starter: Starter =
+            Box::new(move || tokio::spawn(run.run(api, config, what)).abort_handle());
+        let mut watches = self.watches.lock().unwrap_or_else(|e| e.into_inner());
+        if watches.stopped {
+            tracing::debug!(watch = %key.resource, "informer asked for after its watches stopped");
+        } else if watches.started {
+            watches.running.push(starter());
         } else {
-            self.pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(starter);
+            watches.pending.push(starter);
         }
+        drop(watches);
         informer
     }
 
-    /// Starts every informer asked for so far (and any asked for later).
-    pub fn start(&self) {
-        self.started
-            .store(true, std::sync::atomic::Ordering::SeqCst);
-        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
-        for starter in pending {
-            starter();
+    /// Starts every informer asked for so far (and any asked for later); they watch until
+    /// the returned [`Watching`] is dropped.
+    pub fn start(&self) -> Watching {
+        let mut watches = self.watches.lock().unwrap_or_else(|e| e.into_inner());
+        if !watches.stopped {
+            watches.started = true;
+            let pending = std::mem::take(&mut watches.pending);
+            for starter in pending {
+                watches.running.push(starter());
+            }
+        }
+        drop(watches);
+        Watching {
+            watches: self.watches.clone(),
         }
     }
 
@@ -950,7 +986,7 @@ mod tests {
             let name = change.object().metadata.name.clone().unwrap();
             log.lock().unwrap().push(name);
         });
-        informers.start();
+        let watching = informers.start();
         let deadline = std::time::Duration::from_secs(10);
         tokio::time::timeout(deadline, informers.wait_for_sync())
             .await
@@ -972,13 +1008,30 @@ mod tests {
         };
         assert_eq!(names(informer.by_index("min-member", "2")), ["g1", "g2"]);
         assert_eq!(*seen.lock().unwrap(), ["g1", "g2"]);
-        let requests = requests.lock().unwrap();
-        assert!(
-            requests.iter().all(|uri| uri
-                .starts_with("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ns/podgroups?")
-                && uri.contains("labelSelector=app%3Dweb")),
-            "{requests:?}"
-        );
-        assert!(requests.iter().any(|uri| uri.contains("watch=true")));
+        {
+            let requests = requests.lock().unwrap();
+            assert!(
+                requests.iter().all(|uri| uri
+                    .starts_with("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ns/podgroups?")
+                    && uri.contains("labelSelector=app%3Dweb")),
+                "{requests:?}"
+            );
+            assert!(requests.iter().any(|uri| uri.contains("watch=true")));
+        }
+        // Dropping `watching` stops the watch (its task let go of the informer), and no
+        // informer asked for later starts.
+        let held = Arc::strong_count(&informer);
+        drop(watching);
+        tokio::time::timeout(deadline, async {
+            while Arc::strong_count(&informer) >= held {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .unwrap();
+        let late = informers.get::<Pod>();
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        assert!(!late.has_synced());
+        assert_eq!(informer.len(), 2, "the store keeps what it holds");
     }
 }

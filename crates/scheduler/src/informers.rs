@@ -11,7 +11,7 @@ use crate::queue::SchedulingQueue;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-use kyb_runtime::informer::{Change, Informer, Parsed, Selection, SharedInformers};
+use kyb_runtime::informer::{Change, Informer, Parsed, Selection, SharedInformers, Watching};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
@@ -106,10 +106,12 @@ const JSON_RESOURCES: &[(&str, &str, &str, &str, Option<ClusterEvent>)] = &[
     ),
 ];
 
-/// Tells when the pods and nodes have been listed once.
+/// Tells when the pods and nodes have been listed once; the informers watch for as long
+/// as it is kept.
 pub struct Synced {
     pods: Arc<Informer<Pod>>,
     nodes: Arc<Informer<Node>>,
+    _watching: Watching,
 }
 
 impl Synced {
@@ -120,7 +122,7 @@ impl Synced {
 }
 
 /// Connects the informers of `shared` to `informers`, the cache and the queue, and starts
-/// them; they run for as long as the process does.
+/// them; they watch until the returned [`Synced`] is dropped.
 pub fn start(
     shared: &SharedInformers,
     informers: Arc<Informers>,
@@ -159,8 +161,12 @@ pub fn start(
                 }
             });
     }
-    shared.start();
-    Synced { pods, nodes }
+    let watching = shared.start();
+    Synced {
+        pods,
+        nodes,
+        _watching: watching,
+    }
 }
 
 fn node_changed(cache: &Mutex<Cache>, queue: &SchedulingQueue, change: &Change<'_, Node>) {

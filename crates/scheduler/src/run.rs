@@ -64,6 +64,7 @@ async fn schedule(
     let cache = Arc::new(Mutex::new(Cache::new()));
     let mut synced = informers::start(&shared, informers, cache.clone(), queue.clone());
     let (leading, leading_rx) = watch::channel(!config.leader_elect);
+    let mut election_task = tokio::task::JoinSet::new();
     if config.leader_elect {
         let election = Election {
             namespace: config.lease_namespace.clone(),
@@ -73,7 +74,8 @@ async fn schedule(
             renew_deadline: config.renew_deadline,
             retry_period: config.retry_period,
         };
-        tokio::spawn(election.run(client, leading));
+        // Aborted when the run ends or is dropped.
+        election_task.spawn(election.run(client, leading));
     } else {
         // Kept alive for the loop's receiver.
         std::mem::forget(leading);
