@@ -115,7 +115,8 @@ async fn manage(clients: Clients, config: Config) -> anyhow::Result<()> {
             }
         });
     }
-    informers.start();
+    // The informers watch until the manager returns or is dropped.
+    let _watching = informers.start();
     tracing::info!(controllers = ?started, "controllers started");
     match leading {
         Some(mut rx) => {

@@ -149,7 +149,7 @@ pub fn orphan_namespace(
 /// owned pods no longer selected are released. Only the few pods to adopt or release are
 /// held whole. A pod gone meanwhile is skipped; other failures are errors.
 pub async fn claim_pods(
-    pods: &kyb_runtime::informer::Informer<Pod>,
+    pods: &kyb_runtime::informer::Informer<Pod, kyb_runtime::compact::Compacted>,
     api: &Api<Pod>,
     owner: &ObjectMeta,
     reference: &OwnerReference,

@@ -1,6 +1,7 @@
 //! The compact form informers keep pods in, the kind a cluster has most of: trimmed of what
 //! no controller reads ([`trim_pod`]), serialized to JSON and compressed with LZ4 against a
-//! dictionary of a typical pod ([`Compact`]), parsed again on every read.
+//! dictionary of a typical pod ([`Compact`]), parsed again on every read. An informer keeps
+//! its objects so when asked to: `Informer<Pod, Compacted>` (see [`Compacted`]).
 //!
 //! A typed Pod costs about 13 KB in memory (k8s-openapi's structs are large: a `Container`
 //! is 2 KB and a `Volume` 3 KB before any string), its trimmed JSON about 1.5 KB. Most of
@@ -14,12 +15,16 @@ use k8s_openapi::api::core::v1::Pod;
 use serde::de::DeserializeOwned;
 use std::sync::{Arc, LazyLock};
 
-use crate::informer::Stowage;
+use crate::informer::Storage;
 
-/// A kind kept compact, with the dictionary its objects are compressed against.
+/// A kind that can be kept compact: the dictionary its objects are compressed against,
+/// and what of an object is not worth keeping.
 pub trait Compactable: serde::Serialize + DeserializeOwned + Send + Sync + 'static {
     /// Bytes most objects of the kind share (the JSON of a typical object).
     fn dictionary() -> &'static [u8];
+
+    /// Drops what no reader of the informer needs, as the object arrives.
+    fn trim(&mut self) {}
 }
 
 /// An object kept as LZ4-compressed JSON (see the module documentation).
@@ -35,11 +40,10 @@ impl Compact {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-}
 
-impl<K: Compactable> Stowage<K> for Compact {
-    fn stow(object: &Arc<K>) -> Self {
-        match serde_json::to_vec(&**object) {
+    /// The compact form of `object`.
+    pub fn of<K: Compactable>(object: &K) -> Compact {
+        match serde_json::to_vec(object) {
             Ok(json) => Compact(
                 lz4_flex::block::compress_prepend_size_with_dict(&json, K::dictionary()).into(),
             ),
@@ -51,7 +55,8 @@ impl<K: Compactable> Stowage<K> for Compact {
         }
     }
 
-    fn unstow(&self) -> Option<Arc<K>> {
+    /// The object again (`None` if it could not be read back).
+    pub fn read<K: Compactable>(&self) -> Option<K> {
         let json =
             match lz4_flex::block::decompress_size_prepended_with_dict(&self.0, K::dictionary()) {
                 Ok(json) => json,
@@ -61,12 +66,35 @@ impl<K: Compactable> Stowage<K> for Compact {
                 }
             };
         match serde_json::from_slice(&json) {
-            Ok(object) => Some(Arc::new(object)),
+            Ok(object) => Some(object),
             Err(error) => {
                 tracing::error!(%error, "a compactly stored object could not be read back");
                 None
             }
         }
+    }
+}
+
+/// The informer storage that keeps objects trimmed ([`Compactable::trim`]) and
+/// [`Compact`], parsed again on each read: `Informer<Pod, Compacted>`. Visit such an
+/// informer's objects one at a time (`visit_namespace`, `visit_index`) rather than listing
+/// them, so that only one is parsed at once.
+#[derive(Debug)]
+pub enum Compacted {}
+
+impl<K: Compactable> Storage<K> for Compacted {
+    type Stowed = Compact;
+
+    fn prepare(object: &mut K) {
+        object.trim();
+    }
+
+    fn stow(object: &Arc<K>) -> Compact {
+        Compact::of(&**object)
+    }
+
+    fn unstow(stowed: &Compact) -> Option<Arc<K>> {
+        stowed.read().map(Arc::new)
     }
 }
 
@@ -199,9 +227,14 @@ static POD_DICTIONARY: LazyLock<Vec<u8>> = LazyLock::new(|| {
     serde_json::to_vec(&pod).unwrap_or_default()
 });
 
+/// Pods: trimmed ([`trim_pod`]) and compressed against a typical pod.
 impl Compactable for Pod {
     fn dictionary() -> &'static [u8] {
         &POD_DICTIONARY
+    }
+
+    fn trim(&mut self) {
+        trim_pod(self);
     }
 }
 
@@ -253,8 +286,8 @@ mod tests {
         let mut pod = bench_pod("bulk-5c9f8d7b6-x7k2p");
         trim_pod(&mut pod);
         let pod = Arc::new(pod);
-        let stowed = <Compact as Stowage<Pod>>::stow(&pod);
-        let back: Arc<Pod> = stowed.unstow().unwrap();
+        let stowed = <Compacted as Storage<Pod>>::stow(&pod);
+        let back: Arc<Pod> = <Compacted as Storage<Pod>>::unstow(&stowed).unwrap();
         assert_eq!(back, pod);
         let json = serde_json::to_vec(&*pod).unwrap();
         assert!(

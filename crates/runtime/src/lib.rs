@@ -1,7 +1,9 @@
 //! Client-side machinery the components (scheduler, controller manager) share:
 //!
-//! - [`informer`]: shared informers — one list+watch per kind, a store with secondary
-//!   indexes, change handlers ([`informer::SharedInformers`], [`informer::Informer`]).
+//! - [`informer`]: shared informers — one list+watch per kind, storage and selection
+//!   (namespace, label and field selectors), for any kind (typed or dynamic), a store with
+//!   secondary indexes, change handlers ([`informer::SharedInformers`],
+//!   [`informer::Informer`]).
 //! - [`queue`]: rate-limited, deduplicating work queues ([`queue::WorkQueue`]).
 //! - [`controller`]: the reconcile loop over a queue ([`controller::Reconciler`],
 //!   [`controller::Controller`]).
@@ -11,7 +13,8 @@
 //! - [`events`]: Events as `kubectl describe` shows them ([`events::Recorder`]).
 //! - [`metrics`] and [`serve`]: Prometheus metrics on `/metrics`.
 //! - [`slim`]: objects read without `managedFields`.
-//! - [`compact`]: pods kept trimmed and compressed in informers ([`compact::Compact`]).
+//! - [`compact`]: pods kept trimmed and compressed in informers
+//!   ([`compact::Compacted`]).
 
 pub mod client;
 pub mod compact;

@@ -1,39 +1,61 @@
-//! The scheduler's informers: one list+watch per resource (kube-runtime's `watcher`,
-//! resuming and relisting by itself), feeding the cache (nodes, bound pods), the queue
-//! (unscheduled pods of this scheduler's profiles, and the cluster events that wake
-//! unschedulable pods) and the lister plugins read (namespaces, PodDisruptionBudgets,
-//! PodGroups, ElasticQuotas, Services and pod controllers, all pods).
+//! The scheduler's informers, on kyb-runtime's shared informers (one list+watch per
+//! resource, resuming and re-listing by itself; objects read without managed fields):
+//! their handlers feed the cache (nodes, bound pods), the queue (unscheduled pods of this
+//! scheduler's profiles, and the cluster events that wake unschedulable pods) and what the
+//! [`Lister`] gives plugins (namespaces, all pods, and PodDisruptionBudgets, PodGroups,
+//! ElasticQuotas, Services and pod controllers as JSON).
 
 use crate::cache::Cache;
 use crate::framework::{ClusterEvent, Lister, PodInfo};
 use crate::queue::SchedulingQueue;
-use crate::slim::Slim;
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::Api;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use kyb_runtime::informer::{Change, Informer, Parsed, Selection, SharedInformers, Watching};
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
-use tokio::sync::watch;
 
 /// One resource's objects by `namespace/name`.
 type Objects = BTreeMap<String, Arc<Value>>;
 
-/// The objects plugins read, kept by the informers.
-#[derive(Default)]
+/// The pods the scheduler watches: all but finished ones.
+const UNFINISHED_PODS: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
+/// What plugins read, kept current by the informers.
 pub struct Informers {
-    namespaces: RwLock<HashMap<String, Map<String, Value>>>,
+    namespaces: Arc<Informer<Namespace>>,
+    /// The resources read as JSON, by (group, resource); each object converted once per
+    /// change, so that a plugin may recognize an unchanged object by its `Arc`.
     objects: RwLock<HashMap<(String, String), Objects>>,
+    /// Every pod watched, by UID.
     pods: RwLock<HashMap<String, Arc<PodInfo>>>,
+}
+
+impl Informers {
+    /// The scheduler's view of the informers of `shared` (nothing watches until
+    /// [`start`]).
+    pub fn new(shared: &SharedInformers) -> Informers {
+        Informers {
+            namespaces: shared.get::<Namespace>(),
+            objects: RwLock::default(),
+            pods: RwLock::default(),
+        }
+    }
 }
 
 impl Lister for Informers {
     fn namespace_labels(&self, namespace: &str) -> Option<Map<String, Value>> {
-        self.namespaces.read().ok()?.get(namespace).cloned()
+        let namespace = self.namespaces.get("", namespace)?;
+        Some(
+            namespace
+                .metadata
+                .labels
+                .iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect(),
+        )
     }
 
     fn objects(&self, group: &str, resource: &str) -> Vec<Arc<Value>> {
@@ -55,7 +77,7 @@ impl Lister for Informers {
     }
 }
 
-/// The resources watched as JSON, with the event their changes are to the queue.
+/// The resources read as JSON, with the event their changes are to the queue.
 const JSON_RESOURCES: &[(&str, &str, &str, &str, Option<ClusterEvent>)] = &[
     // What selects pods: PodTopologySpread's default constraints spread a pod's siblings.
     ("", "v1", "Service", "services", None),
@@ -84,196 +106,114 @@ const JSON_RESOURCES: &[(&str, &str, &str, &str, Option<ClusterEvent>)] = &[
     ),
 ];
 
-/// Tells when the pods and nodes have been listed once.
+/// Tells when the pods and nodes have been listed once; the informers watch for as long
+/// as it is kept.
 pub struct Synced {
-    pub pods: watch::Receiver<bool>,
-    pub nodes: watch::Receiver<bool>,
+    pods: Arc<Informer<Pod>>,
+    nodes: Arc<Informer<Node>>,
+    _watching: Watching,
 }
 
 impl Synced {
     pub async fn wait(&mut self) {
-        let _ = self.pods.wait_for(|s| *s).await;
-        let _ = self.nodes.wait_for(|s| *s).await;
+        self.pods.wait_synced().await;
+        self.nodes.wait_synced().await;
     }
 }
 
-fn key_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
-    match &meta.namespace {
-        Some(ns) => format!("{ns}/{}", meta.name.as_deref().unwrap_or_default()),
-        None => meta.name.clone().unwrap_or_default(),
-    }
-}
-
-/// Starts every informer; they run for as long as the process does.
+/// Connects the informers of `shared` to `informers`, the cache and the queue, and starts
+/// them; they watch until the returned [`Synced`] is dropped.
 pub fn start(
-    client: kube::Client,
+    shared: &SharedInformers,
     informers: Arc<Informers>,
     cache: Arc<Mutex<Cache>>,
     queue: Arc<SchedulingQueue>,
 ) -> Synced {
-    let (pods_synced, pods_rx) = watch::channel(false);
-    let (nodes_synced, nodes_rx) = watch::channel(false);
-    tokio::spawn(watch_nodes(
-        Api::<Slim<Node>>::all(client.clone()),
-        cache.clone(),
-        queue.clone(),
-        nodes_synced,
-    ));
-    tokio::spawn(watch_pods(
-        Api::<Slim<Pod>>::all(client.clone()),
-        informers.clone(),
-        cache,
-        queue.clone(),
-        pods_synced,
-    ));
-    tokio::spawn(watch_namespaces(
-        Api::all(client.clone()),
-        informers.clone(),
-    ));
+    let nodes = shared.get::<Node>();
+    {
+        let cache = cache.clone();
+        let queue = queue.clone();
+        nodes.on_change(move |change| node_changed(&cache, &queue, change));
+    }
+    let pods = shared.get_with::<Pod, Parsed>(Selection::all().fields(UNFINISHED_PODS));
+    {
+        let informers = informers.clone();
+        let queue = queue.clone();
+        pods.on_change(move |change| pod_changed(&informers, &cache, &queue, change));
+    }
     let pdb = ApiResource::erase::<PodDisruptionBudget>(&());
-    tokio::spawn(watch_json(
-        client.clone(),
-        pdb,
-        informers.clone(),
-        queue.clone(),
-        None,
-    ));
-    for (group, version, kind, plural, event) in JSON_RESOURCES {
-        let resource =
-            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
-        tokio::spawn(watch_json(
-            client.clone(),
-            resource,
-            informers.clone(),
-            queue.clone(),
-            *event,
-        ));
+    let json = JSON_RESOURCES
+        .iter()
+        .map(|(group, version, kind, plural, event)| {
+            let gvk = GroupVersionKind::gvk(group, version, kind);
+            (ApiResource::from_gvk_with_plural(&gvk, plural), *event)
+        });
+    for (resource, event) in std::iter::once((pdb, None)).chain(json) {
+        let id = (resource.group.clone(), resource.plural.clone());
+        let informers = informers.clone();
+        let queue = queue.clone();
+        shared
+            .dynamic(&resource, Selection::all())
+            .on_change(move |change| {
+                json_changed(&informers, &id, change);
+                if let Some(event) = event {
+                    queue.on_event(event);
+                }
+            });
     }
+    let watching = shared.start();
     Synced {
-        pods: pods_rx,
-        nodes: nodes_rx,
+        pods,
+        nodes,
+        _watching: watching,
     }
 }
 
-async fn watch_nodes(
-    api: Api<Slim<Node>>,
-    cache: Arc<Mutex<Cache>>,
-    queue: Arc<SchedulingQueue>,
-    synced: watch::Sender<bool>,
-) {
-    let mut stream = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    let mut seen: Option<HashSet<String>> = None;
-    let mut known: HashSet<String> = HashSet::new();
-    while let Some(event) = stream.next().await {
-        let event = match event {
-            Ok(event) => event,
-            Err(error) => {
-                tracing::debug!(%error, "node watch");
-                continue;
+fn node_changed(cache: &Mutex<Cache>, queue: &SchedulingQueue, change: &Change<'_, Node>) {
+    let event = match change {
+        Change::Added(node) | Change::Updated { new: node, .. } => {
+            if let Ok(mut cache) = cache.lock() {
+                cache.upsert_node(Arc::clone(node));
             }
-        };
-        match event {
-            Event::Init => seen = Some(HashSet::new()),
-            Event::InitApply(Slim(node)) | Event::Apply(Slim(node)) => {
-                let name = node.metadata.name.clone().unwrap_or_default();
-                if let Some(seen) = &mut seen {
-                    seen.insert(name.clone());
-                }
-                let added = known.insert(name);
-                if let Ok(mut cache) = cache.lock() {
-                    cache.upsert_node(Arc::new(node));
-                }
-                queue.on_event(if added {
-                    ClusterEvent::NodeAdd
-                } else {
-                    ClusterEvent::NodeUpdate
-                });
-            }
-            Event::Delete(Slim(node)) => {
-                let name = node.metadata.name.clone().unwrap_or_default();
-                known.remove(&name);
-                if let Ok(mut cache) = cache.lock() {
-                    cache.remove_node(&name);
-                }
-                queue.on_event(ClusterEvent::NodeDelete);
-            }
-            Event::InitDone => {
-                if let Some(seen) = seen.take() {
-                    let gone: Vec<String> = known.difference(&seen).cloned().collect();
-                    for name in gone {
-                        known.remove(&name);
-                        if let Ok(mut cache) = cache.lock() {
-                            cache.remove_node(&name);
-                        }
-                    }
-                }
-                let _ = synced.send(true);
+            if matches!(change, Change::Added(_)) {
+                ClusterEvent::NodeAdd
+            } else {
+                ClusterEvent::NodeUpdate
             }
         }
-    }
-}
-
-async fn watch_pods(
-    api: Api<Slim<Pod>>,
-    informers: Arc<Informers>,
-    cache: Arc<Mutex<Cache>>,
-    queue: Arc<SchedulingQueue>,
-    synced: watch::Sender<bool>,
-) {
-    let config = watcher::Config::default().fields("status.phase!=Succeeded,status.phase!=Failed");
-    let mut stream = watcher::watcher(api, config).default_backoff().boxed();
-    let mut seen: Option<HashSet<String>> = None;
-    while let Some(event) = stream.next().await {
-        let event = match event {
-            Ok(event) => event,
-            Err(error) => {
-                tracing::debug!(%error, "pod watch");
-                continue;
+        Change::Deleted(node) => {
+            if let Ok(mut cache) = cache.lock() {
+                cache.remove_node(node.metadata.name.as_deref().unwrap_or_default());
             }
-        };
-        match event {
-            Event::Init => seen = Some(HashSet::new()),
-            Event::InitApply(Slim(pod)) | Event::Apply(Slim(pod)) => {
-                let info = Arc::new(PodInfo::new(Arc::new(pod)));
-                if let Some(seen) = &mut seen {
-                    seen.insert(info.uid.clone());
-                }
-                apply_pod(&informers, &cache, &queue, info);
-            }
-            Event::Delete(Slim(pod)) => {
-                let uid = pod.metadata.uid.clone().unwrap_or_default();
-                delete_pod(&informers, &cache, &queue, &uid);
-            }
-            Event::InitDone => {
-                if let Some(seen) = seen.take() {
-                    let gone: Vec<String> = informers
-                        .pods
-                        .read()
-                        .map(|p| {
-                            p.keys()
-                                .filter(|uid| !seen.contains(*uid))
-                                .cloned()
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    for uid in gone {
-                        delete_pod(&informers, &cache, &queue, &uid);
-                    }
-                }
-                let _ = synced.send(true);
-            }
+            ClusterEvent::NodeDelete
         }
-    }
+    };
+    queue.on_event(event);
 }
 
-fn apply_pod(
+fn pod_changed(
     informers: &Informers,
     cache: &Mutex<Cache>,
     queue: &SchedulingQueue,
-    info: Arc<PodInfo>,
+    change: &Change<'_, Pod>,
 ) {
+    let uid = |pod: &Pod| pod.metadata.uid.clone().unwrap_or_default();
+    match change {
+        Change::Added(pod) => apply_pod(informers, cache, queue, pod),
+        Change::Updated { old, new } => {
+            // The same name, another pod (deleted and created again while the watch was
+            // down): the old one is gone.
+            if old.metadata.uid != new.metadata.uid {
+                delete_pod(informers, cache, queue, &uid(old));
+            }
+            apply_pod(informers, cache, queue, new);
+        }
+        Change::Deleted(pod) => delete_pod(informers, cache, queue, &uid(pod)),
+    }
+}
+
+fn apply_pod(informers: &Informers, cache: &Mutex<Cache>, queue: &SchedulingQueue, pod: &Arc<Pod>) {
+    let info = Arc::new(PodInfo::new(Arc::clone(pod)));
     let previous = informers
         .pods
         .write()
@@ -308,96 +248,30 @@ fn delete_pod(informers: &Informers, cache: &Mutex<Cache>, queue: &SchedulingQue
     queue.on_event(ClusterEvent::PodDelete);
 }
 
-async fn watch_namespaces(api: Api<Namespace>, informers: Arc<Informers>) {
-    let mut stream = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    while let Some(event) = stream.next().await {
-        let Ok(event) = event else { continue };
-        match event {
-            Event::InitApply(ns) | Event::Apply(ns) => {
-                let labels: Map<String, Value> = ns
-                    .metadata
-                    .labels
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k, Value::String(v)))
-                    .collect();
-                if let Ok(mut namespaces) = informers.namespaces.write() {
-                    namespaces.insert(ns.metadata.name.unwrap_or_default(), labels);
-                }
-            }
-            Event::Delete(ns) => {
-                if let Ok(mut namespaces) = informers.namespaces.write() {
-                    namespaces.remove(ns.metadata.name.as_deref().unwrap_or_default());
-                }
-            }
-            Event::Init | Event::InitDone => {}
-        }
-    }
-}
-
-async fn watch_json(
-    client: kube::Client,
-    resource: ApiResource,
-    informers: Arc<Informers>,
-    queue: Arc<SchedulingQueue>,
-    event: Option<ClusterEvent>,
-) {
-    let id = (resource.group.clone(), resource.plural.clone());
-    let api: Api<DynamicObject> = Api::all_with(client, &resource);
-    let mut stream = watcher::watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    let mut fresh: Option<Objects> = None;
-    while let Some(next) = stream.next().await {
-        let next = match next {
-            Ok(next) => next,
+/// Keeps the JSON of resource `id` current.
+fn json_changed(informers: &Informers, id: &(String, String), change: &Change<'_, DynamicObject>) {
+    let object = change.object();
+    let meta = &object.metadata;
+    let key = match &meta.namespace {
+        Some(ns) => format!("{ns}/{}", meta.name.as_deref().unwrap_or_default()),
+        None => meta.name.clone().unwrap_or_default(),
+    };
+    let value = match change {
+        Change::Deleted(_) => None,
+        Change::Added(_) | Change::Updated { .. } => match serde_json::to_value(&**object) {
+            Ok(value) => Some(Arc::new(value)),
             Err(error) => {
-                tracing::debug!(%error, resource = %resource.plural, "watch");
-                continue;
+                tracing::debug!(%error, object = %key, "an object not readable as JSON");
+                return;
             }
-        };
-        let store = |f: &mut dyn FnMut(&mut Objects)| {
-            if let Ok(mut objects) = informers.objects.write() {
-                f(objects.entry(id.clone()).or_default());
-            }
-        };
-        match next {
-            Event::Init => fresh = Some(BTreeMap::new()),
-            Event::InitApply(object) => {
-                if let (Some(fresh), Ok(value)) = (&mut fresh, serde_json::to_value(&object)) {
-                    fresh.insert(key_of(&object.metadata), Arc::new(value));
-                }
-            }
-            Event::InitDone => {
-                if let Some(fresh) = fresh.take() {
-                    store(&mut |objects| *objects = fresh.clone());
-                }
-                if let Some(event) = event {
-                    queue.on_event(event);
-                }
-            }
-            Event::Apply(object) => {
-                if let Ok(value) = serde_json::to_value(&object) {
-                    let key = key_of(&object.metadata);
-                    store(&mut |objects| {
-                        objects.insert(key.clone(), Arc::new(value.clone()));
-                    });
-                }
-                if let Some(event) = event {
-                    queue.on_event(event);
-                }
-            }
-            Event::Delete(object) => {
-                let key = key_of(&object.metadata);
-                store(&mut |objects| {
-                    objects.remove(&key);
-                });
-                if let Some(event) = event {
-                    queue.on_event(event);
-                }
-            }
-        }
-    }
+        },
+    };
+    let Ok(mut objects) = informers.objects.write() else {
+        return;
+    };
+    let objects = objects.entry(id.clone()).or_default();
+    match value {
+        Some(value) => objects.insert(key, value),
+        None => objects.remove(&key),
+    };
 }

@@ -8,8 +8,9 @@
 //! - [`config`]: the `KubeSchedulerConfiguration` file.
 //! - [`queue`] (active, backoff, unschedulable), [`cache`] (nodes, pods, assumed pods),
 //!   [`schedule`] (one decision), [`scheduler`] (the loop and the binding cycle).
-//! - [`informers`] (with [`slim`] objects: no managed fields), [`client`] (the API),
-//!   [`leader`] (leader election), [`run`] (all of it wired together).
+//! - [`informers`] (kyb-runtime's shared informers feeding the cache, the queue and the
+//!   lister; [`slim`] objects: no managed fields), [`client`] (the API), [`leader`]
+//!   (leader election), [`run`] (all of it wired together).
 
 pub mod cache;
 pub mod client;

@@ -9,6 +9,7 @@ use crate::informers::{self, Informers};
 use crate::leader::Election;
 use crate::queue::SchedulingQueue;
 use crate::scheduler::Scheduler;
+use kyb_runtime::informer::SharedInformers;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
@@ -41,7 +42,8 @@ async fn schedule(
     registry: Registry,
     identity: &str,
 ) -> Result<(), RunError> {
-    let informers = Arc::new(Informers::default());
+    let shared = SharedInformers::new(client.clone());
+    let informers = Arc::new(Informers::new(&shared));
     let api = Arc::new(KubeClient::new(client.clone(), identity));
     let handle = Arc::new(Handle {
         client: api.clone(),
@@ -60,8 +62,9 @@ async fn schedule(
         config.pod_max_backoff,
     ));
     let cache = Arc::new(Mutex::new(Cache::new()));
-    let mut synced = informers::start(client.clone(), informers, cache.clone(), queue.clone());
+    let mut synced = informers::start(&shared, informers, cache.clone(), queue.clone());
     let (leading, leading_rx) = watch::channel(!config.leader_elect);
+    let mut election_task = tokio::task::JoinSet::new();
     if config.leader_elect {
         let election = Election {
             namespace: config.lease_namespace.clone(),
@@ -71,7 +74,8 @@ async fn schedule(
             renew_deadline: config.renew_deadline,
             retry_period: config.retry_period,
         };
-        tokio::spawn(election.run(client, leading));
+        // Aborted when the run ends or is dropped.
+        election_task.spawn(election.run(client, leading));
     } else {
         // Kept alive for the loop's receiver.
         std::mem::forget(leading);

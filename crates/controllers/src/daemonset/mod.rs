@@ -41,6 +41,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::api::{Api, DeleteParams, PostParams};
+use kyb_runtime::compact::Compacted;
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Change, Informer, ObjectKey};
@@ -61,7 +62,7 @@ struct DaemonSetReconciler {
     client: kube::Client,
     recorder: Recorder,
     sets: Arc<Informer<DaemonSet>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<Pod, Compacted>>,
     nodes: Arc<Informer<Node>>,
     revisions: Arc<Informer<ControllerRevision>>,
     expectations: Arc<Expectations>,
@@ -69,7 +70,7 @@ struct DaemonSetReconciler {
 
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let sets = ctx.informers.get::<DaemonSet>();
-    let pods = ctx.informers.get::<Pod>();
+    let pods = ctx.informers.compacted::<Pod>();
     let nodes = ctx.informers.get::<Node>();
     let revisions = ctx.informers.get::<ControllerRevision>();
     pods.add_index(CONTROLLER_UID_INDEX, |p: &Pod| {

@@ -31,6 +31,7 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, ReplicaSetSpec};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::{Api, DeleteParams, PostParams};
+use kyb_runtime::compact::Compacted;
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Change, Informer, ObjectKey};
@@ -44,7 +45,7 @@ pub const NAME: &str = "deployment-controller";
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let deployments = ctx.informers.get::<Deployment>();
     let replica_sets = ctx.informers.get::<ReplicaSet>();
-    let pods = ctx.informers.get::<Pod>();
+    let pods = ctx.informers.compacted::<Pod>();
     replica_sets.add_index(CONTROLLER_UID, |rs: &ReplicaSet| {
         controller_uid(&rs.metadata)
     });
@@ -145,7 +146,7 @@ fn on_rs_change(
 pub struct Deployments {
     deployments: Arc<Informer<Deployment>>,
     replica_sets: Arc<Informer<ReplicaSet>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<Pod, Compacted>>,
     client: kube::Client,
     recorder: Recorder,
     ctx: Arc<Context>,

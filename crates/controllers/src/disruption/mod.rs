@@ -26,6 +26,7 @@ use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetStatu
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference, Time};
 use kube::Api;
 use kube::api::{DynamicObject, GroupVersionKind, PostParams};
+use kyb_runtime::compact::Compacted;
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Informer, ObjectKey};
@@ -38,7 +39,7 @@ pub const NAME: &str = "disruption-controller";
 
 struct Disruption {
     budgets: Arc<Informer<PodDisruptionBudget>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<Pod, Compacted>>,
     replica_sets: Arc<Informer<ReplicaSet>>,
     deployments: Arc<Informer<Deployment>>,
     controllers: Arc<Informer<ReplicationController>>,
@@ -59,7 +60,7 @@ fn selects(budget: &PodDisruptionBudget, pod: &Pod) -> bool {
 
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let budgets = ctx.informers.get::<PodDisruptionBudget>();
-    let pods = ctx.informers.get::<Pod>();
+    let pods = ctx.informers.compacted::<Pod>();
     let replica_sets = ctx.informers.get::<ReplicaSet>();
     let deployments = ctx.informers.get::<Deployment>();
     let controllers = ctx.informers.get::<ReplicationController>();

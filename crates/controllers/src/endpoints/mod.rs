@@ -25,6 +25,7 @@ use k8s_openapi::api::core::v1::{Endpoints, Pod, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
+use kyb_runtime::compact::Compacted;
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Change, Informer, ObjectKey};
@@ -39,7 +40,7 @@ pub const OVER_CAPACITY_ANNOTATION: &str = "endpoints.kubernetes.io/over-capacit
 
 struct EndpointsController {
     services: Arc<Informer<Service>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<Pod, Compacted>>,
     endpoints: Arc<Informer<Endpoints>>,
     client: kube::Client,
     recorder: Recorder,
@@ -166,7 +167,7 @@ impl Reconciler for EndpointsController {
 
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let services = ctx.informers.get::<Service>();
-    let pods = ctx.informers.get::<Pod>();
+    let pods = ctx.informers.compacted::<Pod>();
     let endpoints = ctx.informers.get::<Endpoints>();
     let client = ctx.client_for(IDENTITY).await?;
     let reconciler = Arc::new(EndpointsController {

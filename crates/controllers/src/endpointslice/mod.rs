@@ -34,6 +34,7 @@ use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
+use kyb_runtime::compact::Compacted;
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Informer, ObjectKey};
@@ -59,7 +60,7 @@ const BY_SERVICE: &str = "endpointslice-service";
 
 struct Slices {
     services: Arc<Informer<Service>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<Pod, Compacted>>,
     nodes: Arc<Informer<Node>>,
     slices: Arc<Informer<EndpointSlice>>,
     client: kube::Client,
@@ -321,7 +322,7 @@ impl Reconciler for Slices {
 
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let services = ctx.informers.get::<Service>();
-    let pods = ctx.informers.get::<Pod>();
+    let pods = ctx.informers.compacted::<Pod>();
     let nodes = ctx.informers.get::<Node>();
     let slices = ctx.informers.get::<EndpointSlice>();
     slices.add_index(BY_SERVICE, |slice| {
@@ -398,7 +399,7 @@ mod tests {
             }))
             .unwrap()
         };
-        let nodes = kyb_runtime::informer::detached::<Node>();
+        let nodes = Informer::<Node>::detached();
         nodes.apply(
             serde_json::from_value(json!({"metadata": {"name": "n1",
             "labels": {"topology.kubernetes.io/zone": "z1"}}}))

@@ -11,6 +11,7 @@
 use k8s_openapi::api::core::v1::{Pod, Service, ServicePort};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kyb_component_helpers::pod_readiness::is_ready;
+use kyb_runtime::compact::Compacted;
 use kyb_runtime::informer::{Change, Informer, ObjectKey};
 use std::collections::BTreeMap;
 
@@ -122,7 +123,7 @@ impl SelectedPod {
 
 /// The pods of the Service's namespace its selector matches, read one at a time and
 /// reduced to what their endpoints need.
-pub fn selected_pods(pods: &Informer<Pod>, service: &Service) -> Vec<SelectedPod> {
+pub fn selected_pods(pods: &Informer<Pod, Compacted>, service: &Service) -> Vec<SelectedPod> {
     let Some(selector) = selector(service) else {
         return vec![];
     };

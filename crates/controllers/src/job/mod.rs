@@ -37,6 +37,7 @@ use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus, UncountedTermina
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kyb_runtime::compact::Compacted;
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Change, Informer, ObjectKey};
@@ -72,7 +73,7 @@ struct Tracking {
 
 pub struct JobReconciler {
     jobs: Arc<Informer<Job>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<Pod, Compacted>>,
     client: kube::Client,
     recorder: Recorder,
     ctx: Arc<Context>,
@@ -87,7 +88,7 @@ fn controller_uid(pod: &Pod) -> Option<String> {
 
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let jobs = ctx.informers.get::<Job>();
-    let pods = ctx.informers.get::<Pod>();
+    let pods = ctx.informers.compacted::<Pod>();
     pods.add_index(CONTROLLER_UID_INDEX, |p: &Pod| {
         crate::ownership::controller_uid(&p.metadata)
     });

@@ -28,6 +28,7 @@ use k8s_openapi::api::core::v1::{Node, Pod, PodCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::Api;
 use kube::api::{DeleteParams, Patch, PatchParams};
+use kyb_runtime::compact::Compacted;
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Informer, ObjectKey};
@@ -43,7 +44,7 @@ const LEASE_NAMESPACE: &str = "kube-node-lease";
 struct Lifecycle {
     nodes: Arc<Informer<Node>>,
     leases: Arc<Informer<Lease>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<Pod, Compacted>>,
     client: kube::Client,
     recorder: Recorder,
     eviction_recorder: Recorder,
@@ -59,7 +60,7 @@ fn node_of(pod: &Pod) -> Option<&str> {
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let nodes = ctx.informers.get::<Node>();
     let leases = ctx.informers.get::<Lease>();
-    let pods = ctx.informers.get::<Pod>();
+    let pods = ctx.informers.compacted::<Pod>();
     pods.add_index("node", |p: &Pod| {
         node_of(p).map(str::to_string).into_iter().collect()
     });

@@ -41,6 +41,7 @@ use k8s_openapi::api::autoscaling::v2::{
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, PostParams};
+use kyb_runtime::compact::Compacted;
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Change, Informer, ObjectKey};
@@ -64,7 +65,7 @@ const SCALING_LIMITED: &str = "ScalingLimited";
 
 pub struct HpaReconciler {
     hpas: Arc<Informer<HorizontalPodAutoscaler>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<Pod, Compacted>>,
     client: kube::Client,
     scales: scale::Scales,
     metrics: Arc<dyn MetricsSource>,
@@ -75,7 +76,7 @@ pub struct HpaReconciler {
 
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let hpas = ctx.informers.get::<HorizontalPodAutoscaler>();
-    let pods = ctx.informers.get::<Pod>();
+    let pods = ctx.informers.compacted::<Pod>();
     let client = ctx.client_for(SERVICE_ACCOUNT).await?;
     let metrics = ctx
         .metrics

@@ -28,6 +28,7 @@ use k8s_openapi::api::core::v1::{Pod, ReplicationController};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kind::{Failure, ReplicaOwner, ReplicaStatus};
 use kube::api::{Api, DeleteParams, PostParams};
+use kyb_runtime::compact::Compacted;
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Change, Informer, ObjectKey};
@@ -54,7 +55,7 @@ pub async fn run_rc(ctx: Arc<Context>) -> anyhow::Result<()> {
 
 async fn run_for<K: ReplicaOwner>(ctx: Arc<Context>) -> anyhow::Result<()> {
     let owners = ctx.informers.get::<K>();
-    let pods = ctx.informers.get::<Pod>();
+    let pods = ctx.informers.compacted::<Pod>();
     pods.add_index(CONTROLLER_UID, |p: &Pod| controller_uid(&p.metadata));
     pods.add_index(ORPHANS, |p: &Pod| orphan_namespace(&p.metadata));
     let client = ctx.client_for(K::SERVICE_ACCOUNT).await?;
@@ -173,7 +174,7 @@ fn on_pod_change<K: ReplicaOwner>(
 /// The reconciler of one owner kind.
 pub struct Replicas<K: ReplicaOwner> {
     owners: Arc<Informer<K>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<Pod, Compacted>>,
     client: kube::Client,
     recorder: Recorder,
     expectations: Arc<Expectations>,

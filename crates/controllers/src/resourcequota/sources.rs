@@ -23,7 +23,8 @@ use k8s_openapi::api::core::v1::{
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::discovery::Scope;
 use kyb_quota::GroupResource;
-use kyb_runtime::informer::{Change, Informable, Informer, ObjectKey, SharedInformers};
+use kyb_runtime::compact::Compacted;
+use kyb_runtime::informer::{Change, Informable, Informer, ObjectKey, SharedInformers, Storage};
 use kyb_runtime::queue::WorkQueue;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -48,7 +49,7 @@ const INFORMED: &[&str] = &[
 pub struct Sources {
     informers: Arc<SharedInformers>,
     pub quotas: Arc<Informer<ResourceQuota>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<Pod, Compacted>>,
     client: kube::Client,
     clock: Arc<dyn Clock>,
     queue: OnceLock<Arc<WorkQueue<ObjectKey>>>,
@@ -93,7 +94,7 @@ impl Sources {
     ) -> Arc<Sources> {
         Arc::new(Sources {
             quotas: informers.get::<ResourceQuota>(),
-            pods: informers.get::<Pod>(),
+            pods: informers.compacted::<Pod>(),
             informers,
             client,
             clock,
@@ -180,7 +181,7 @@ impl Sources {
     }
 
     /// Replenishes on deletions and on the updates `updated` says lower usage.
-    fn follow<K: Informable>(
+    fn follow<K: Informable<DynamicType = ()>>(
         self: &Arc<Self>,
         resource: &'static str,
         updated: fn(&K, &K) -> bool,
@@ -363,9 +364,10 @@ impl Sources {
 
 /// Hands an informer's objects of one namespace to `count` as JSON, [`CHUNK`] at a time
 /// (objects are read one at a time), once the informer has its first list.
-async fn from_informer<K, F>(informer: &Informer<K>, namespace: &str, mut count: F)
+async fn from_informer<K, S, F>(informer: &Informer<K, S>, namespace: &str, mut count: F)
 where
     K: Informable + serde::Serialize,
+    S: Storage<K>,
     F: FnMut(&[Value]) + Send,
 {
     informer.wait_synced().await;

@@ -41,6 +41,7 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodTemplateSpec};
 use kube::api::{Api, DeleteParams, PostParams};
+use kyb_runtime::compact::Compacted;
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Change, Informer, ObjectKey};
@@ -59,14 +60,14 @@ struct StatefulSetReconciler {
     client: kube::Client,
     recorder: Recorder,
     sets: Arc<Informer<StatefulSet>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<Pod, Compacted>>,
     claims: Arc<Informer<PersistentVolumeClaim>>,
     revisions: Arc<Informer<ControllerRevision>>,
 }
 
 pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let sets = ctx.informers.get::<StatefulSet>();
-    let pods = ctx.informers.get::<Pod>();
+    let pods = ctx.informers.compacted::<Pod>();
     let claims = ctx.informers.get::<PersistentVolumeClaim>();
     let revisions = ctx.informers.get::<ControllerRevision>();
     pods.add_index(CONTROLLER_UID_INDEX, |p: &Pod| {

@@ -31,6 +31,7 @@ use crate::context::Context;
 use anyhow::Context as _;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
+use kyb_runtime::compact::Compacted;
 use kyb_runtime::controller::{Action, Reconciler};
 use kyb_runtime::events::Recorder;
 use kyb_runtime::informer::{Change, Informer, ObjectKey};
@@ -71,7 +72,7 @@ pub struct Binder {
     claims: Arc<Informer<PersistentVolumeClaim>>,
     classes: Arc<Informer<StorageClass>>,
     nodes: Arc<Informer<Node>>,
-    pods: Arc<Informer<Pod>>,
+    pods: Arc<Informer<Pod, Compacted>>,
     written_volumes: Written<PersistentVolume>,
     written_claims: Written<PersistentVolumeClaim>,
     client: kube::Client,
@@ -146,7 +147,7 @@ pub async fn run(ctx: Arc<Context>) -> anyhow::Result<()> {
     let claims = ctx.informers.get::<PersistentVolumeClaim>();
     let classes = ctx.informers.get::<StorageClass>();
     let nodes = ctx.informers.get::<Node>();
-    let pods = ctx.informers.get::<Pod>();
+    let pods = ctx.informers.compacted::<Pod>();
     pods.add_index(PODS_BY_CLAIM, claims_of);
     volumes.add_index(BY_CLAIM, |v: &PersistentVolume| {
         claim_ref_key(v)
