@@ -124,20 +124,9 @@ pub fn json(code: StatusCode, value: &Value) -> Response {
     }
 }
 
-/// A `Status` failure response (with `Retry-After` for 429).
+/// A `Status` failure response (with `Retry-After` for 429), as the filters answer.
 pub fn error(status: &Status) -> Response {
-    let code = StatusCode::from_u16(status.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = json(code, &status.to_json());
-    if let Some(seconds) = status
-        .details
-        .as_ref()
-        .and_then(|d| d.get("retryAfterSeconds"))
-        .and_then(Value::as_u64)
-        && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
-    {
-        response.headers_mut().insert(header::RETRY_AFTER, value);
-    }
-    response
+    kyb_serving::reply::status(status)
 }
 
 pub fn text(code: StatusCode, text: impl Into<String>) -> Response {

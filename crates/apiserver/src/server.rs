@@ -25,14 +25,14 @@ use crate::auth::{Authenticator, RequestAuthenticator};
 use crate::bootstrap::{self, Advertised};
 use crate::cache::WatchCache;
 use crate::engine::{self, Engine, ServiceRanges};
-use crate::filters::{AuditLayer, ImpersonationLayer, RequestLogLayer};
+use crate::filters::{Audit, Impersonation, RequestLog};
 use crate::response::{self, Response};
 use crate::router::{Connectors, Router};
 use crate::routes::Routes;
 use http::Request;
 use kyb_serving::filters::{
-    AuthenticationLayer, AuthorizationLayer, BodyLimitLayer, InFlightLayer, RequestInfoLayer,
-    Unauthorized,
+    Authentication, Authorization, BodyLimit, InFlightLimit, ResolveRequestInfo, Unauthorized,
+    filter,
 };
 use kyb_serving::{Body, RequestInfo};
 use kyb_storage::Store;
@@ -228,21 +228,25 @@ impl ApiServer {
             authenticator: engine.authenticator.clone(),
             cache: engine.cache.clone(),
         });
-        let audit = AuditLayer::new(self.auditor.clone());
+        let audit = filter(Audit::new(self.auditor.clone()));
         let failed_authentication = audit.layer(Unauthorized::<response::Body>::default());
         let router = Router::new(engine.clone(), self.routes.clone(), self.connectors.clone());
         let stack = ServiceBuilder::new()
-            .layer(RequestLogLayer)
-            .layer(RequestInfoLayer::new(Arc::new(RequestInfo::of_api_request)))
-            .layer(AuthenticationLayer::with_failure_service(
+            .layer(filter(RequestLog))
+            .layer(filter(ResolveRequestInfo::new(Arc::new(
+                RequestInfo::of_api_request,
+            ))))
+            .layer(filter(Authentication::with_failure_service(
                 authenticator,
                 failed_authentication,
-            ))
+            )))
             .layer(audit)
-            .layer(ImpersonationLayer::new(engine.authorizer.clone()))
-            .layer(InFlightLayer::new(self.config.max_requests_in_flight))
-            .layer(AuthorizationLayer::new(engine.authorizer.clone()))
-            .layer(BodyLimitLayer::new(self.config.max_body_bytes))
+            .layer(filter(Impersonation::new(engine.authorizer.clone())))
+            .layer(filter(InFlightLimit::new(
+                self.config.max_requests_in_flight,
+            )))
+            .layer(filter(Authorization::new(engine.authorizer.clone())))
+            .layer(filter(BodyLimit::new(self.config.max_body_bytes)))
             .service(router);
         BoxCloneService::new(stack)
     }

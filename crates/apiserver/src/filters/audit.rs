@@ -12,12 +12,11 @@ use crate::auth::User;
 use crate::response::{self, Response};
 use bytes::Bytes;
 use http::Request;
-use kyb_serving::filters::{AuthorizationDecision, ResponseFuture};
+use kyb_serving::filters::{AuthorizationDecision, Filter, Next};
 use kyb_serving::{Body, Connection, RequestInfo, Target};
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use tower::{Layer, Service};
+use tower::Service;
 
 /// The request body as the handler read it (in the response's extensions), for records
 /// at level Request and above.
@@ -32,72 +31,43 @@ pub struct AuditedBody {
 pub struct AuditAnnotations(pub Vec<(String, String)>);
 
 #[derive(Clone)]
-pub struct AuditLayer {
+pub struct Audit {
     auditor: Option<Arc<Auditor>>,
 }
 
-impl AuditLayer {
-    pub fn new(auditor: Option<Arc<Auditor>>) -> AuditLayer {
-        AuditLayer { auditor }
+impl Audit {
+    pub fn new(auditor: Option<Arc<Auditor>>) -> Audit {
+        Audit { auditor }
     }
 }
 
-impl<S> Layer<S> for AuditLayer {
-    type Service = Audit<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        Audit {
-            inner,
-            auditor: self.auditor.clone(),
-        }
-    }
-}
-
-#[derive(Clone)]
-pub struct Audit<S> {
-    inner: S,
-    auditor: Option<Arc<Auditor>>,
-}
-
-impl<S> Service<Request<Body>> for Audit<S>
-where
-    S: Service<Request<Body>, Response = Response, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future = ResponseFuture<response::Body>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<Body>) -> Self::Future {
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        let Some(auditor) = self.auditor.clone() else {
-            return Box::pin(inner.call(request));
+impl Filter<response::Body> for Audit {
+    async fn filter<S>(&self, request: Request<Body>, next: Next<S>) -> Response
+    where
+        S: Service<Request<Body>, Response = Response, Error = Infallible> + Send + 'static,
+        S::Future: Send,
+    {
+        let Some(auditor) = &self.auditor else {
+            return next.run(request).await;
         };
-        let mut audit = begin(&auditor, &request);
-        Box::pin(async move {
-            let mut response = inner.call(request).await?;
-            if audit.is_enabled() {
-                let extensions = response.extensions_mut();
-                if let Some(Impersonated(user)) = extensions.remove::<Impersonated>() {
-                    audit.impersonated(&user);
-                }
-                if let Some(decision) = extensions.remove::<AuthorizationDecision>() {
-                    audit.authorized(decision.allowed, &decision.reason);
-                }
-                if let Some(body) = extensions.remove::<AuditedBody>() {
-                    audit.request_body(&body.bytes, body.content_type.as_deref());
-                }
-                if let Some(AuditAnnotations(annotations)) = extensions.remove() {
-                    audit.annotate(&annotations);
-                }
+        let mut audit = begin(auditor, &request);
+        let mut response = next.run(request).await;
+        if audit.is_enabled() {
+            let extensions = response.extensions_mut();
+            if let Some(Impersonated(user)) = extensions.remove::<Impersonated>() {
+                audit.impersonated(&user);
             }
-            Ok(audit.finish(response))
-        })
+            if let Some(decision) = extensions.remove::<AuthorizationDecision>() {
+                audit.authorized(decision.allowed, &decision.reason);
+            }
+            if let Some(body) = extensions.remove::<AuditedBody>() {
+                audit.request_body(&body.bytes, body.content_type.as_deref());
+            }
+            if let Some(AuditAnnotations(annotations)) = extensions.remove() {
+                audit.annotate(&annotations);
+            }
+        }
+        audit.finish(response)
     }
 }
 

@@ -1,12 +1,13 @@
-//! The API server's own filter layers, beside the generic ones of `kyb-serving`:
-//! [`RequestLogLayer`] (audit ID, received time, the debug log line), [`AuditLayer`] (the
-//! audit record of each request) and [`ImpersonationLayer`] (`Impersonate-*` headers).
+//! The API server's own filters, beside the generic ones of `kyb-serving` (each a
+//! `kyb_serving::filters::Filter`, made a layer by `filters::filter`): [`RequestLog`]
+//! (audit ID, received time, the debug log line), [`Audit`] (the audit record of each
+//! request) and [`Impersonation`] (`Impersonate-*` headers).
 //! `server::stack` puts them together with the generic layers in Kubernetes' order.
 
 mod audit;
 mod impersonation;
 mod request_log;
 
-pub use audit::{AuditAnnotations, AuditLayer, AuditedBody};
-pub use impersonation::{Impersonated, ImpersonationLayer};
-pub use request_log::{Received, RequestLogLayer};
+pub use audit::{Audit, AuditAnnotations, AuditedBody};
+pub use impersonation::{Impersonated, Impersonation};
+pub use request_log::{Received, RequestLog};

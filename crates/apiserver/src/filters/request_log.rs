@@ -2,14 +2,13 @@
 //! a new one) and arrival time, returns the ID on the response as Kubernetes does, and
 //! logs the request at debug level once it is answered.
 
-use crate::response::Response;
+use crate::response::{self, Response};
 use http::Request;
 use kyb_serving::Body;
-use kyb_serving::filters::ResponseFuture;
+use kyb_serving::filters::{Filter, Next};
 use std::convert::Infallible;
-use std::task::{Context, Poll};
 use std::time::Instant;
-use tower::{Layer, Service};
+use tower::Service;
 
 /// When and as what a request arrived (in its extensions).
 #[derive(Clone, Debug)]
@@ -19,35 +18,14 @@ pub struct Received {
 }
 
 #[derive(Clone, Copy, Debug, Default)]
-pub struct RequestLogLayer;
+pub struct RequestLog;
 
-impl<S> Layer<S> for RequestLogLayer {
-    type Service = RequestLog<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        RequestLog { inner }
-    }
-}
-
-#[derive(Clone)]
-pub struct RequestLog<S> {
-    inner: S,
-}
-
-impl<S> Service<Request<Body>> for RequestLog<S>
-where
-    S: Service<Request<Body>, Response = Response, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-{
-    type Response = Response;
-    type Error = Infallible;
-    type Future = ResponseFuture<crate::response::Body>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: Request<Body>) -> Self::Future {
+impl Filter<response::Body> for RequestLog {
+    async fn filter<S>(&self, mut request: Request<Body>, next: Next<S>) -> Response
+    where
+        S: Service<Request<Body>, Response = Response, Error = Infallible> + Send + 'static,
+        S::Future: Send,
+    {
         let started = Instant::now();
         let audit_id = kyb_audit::audit_id_for(
             request
@@ -62,23 +40,19 @@ where
         });
         let method = request.method().clone();
         let path = request.uri().path().to_string();
-        let clone = self.inner.clone();
-        let mut inner = std::mem::replace(&mut self.inner, clone);
-        Box::pin(async move {
-            let mut response = inner.call(request).await?;
-            if let Some(value) = header {
-                response
-                    .headers_mut()
-                    .insert(kyb_audit::AUDIT_ID_HEADER, value);
-            }
-            tracing::debug!(
-                %method,
-                %path,
-                status = response.status().as_u16(),
-                took = ?started.elapsed(),
-                "request"
-            );
-            Ok(response)
-        })
+        let mut response = next.run(request).await;
+        if let Some(value) = header {
+            response
+                .headers_mut()
+                .insert(kyb_audit::AUDIT_ID_HEADER, value);
+        }
+        tracing::debug!(
+            %method,
+            %path,
+            status = response.status().as_u16(),
+            took = ?started.elapsed(),
+            "request"
+        );
+        response
     }
 }

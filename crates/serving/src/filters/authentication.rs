@@ -5,7 +5,7 @@
 //! audits it first, as Kubernetes' failed-authentication handler does), with the refusal in
 //! its extensions as an [`AuthenticationFailure`].
 
-use super::{ResponseFuture, take};
+use super::{Filter, Next};
 use crate::body::Body;
 use crate::user::User;
 use bytes::Bytes;
@@ -16,7 +16,7 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use tower::{Layer, Service, ServiceExt};
+use tower::{Service, ServiceExt};
 
 /// Names the user behind a request.
 pub trait Authenticate: Send + Sync + 'static {
@@ -33,94 +33,71 @@ pub trait Authenticate: Send + Sync + 'static {
 #[derive(Clone, Debug)]
 pub struct AuthenticationFailure(pub Status);
 
-/// Authenticates every request; refused ones go to `failed`.
-pub struct AuthenticationLayer<A, F> {
+/// Authenticates every request; refused ones go to the failure service `F`.
+pub struct Authentication<A, F> {
     authenticator: Arc<A>,
     failed: F,
 }
 
-impl<A, B> AuthenticationLayer<A, Unauthorized<B>> {
+impl<A, F: Clone> Clone for Authentication<A, F> {
+    fn clone(&self) -> Self {
+        Authentication {
+            authenticator: self.authenticator.clone(),
+            failed: self.failed.clone(),
+        }
+    }
+}
+
+impl<A, B> Authentication<A, Unauthorized<B>> {
     /// Refused requests are answered with their `Status`.
     pub fn new(authenticator: Arc<A>) -> Self {
-        AuthenticationLayer {
+        Authentication {
             authenticator,
             failed: Unauthorized::default(),
         }
     }
 }
 
-impl<A, F> AuthenticationLayer<A, F> {
+impl<A, F> Authentication<A, F> {
     /// Refused requests go to `failed` (which answers them).
     pub fn with_failure_service(authenticator: Arc<A>, failed: F) -> Self {
-        AuthenticationLayer {
+        Authentication {
             authenticator,
             failed,
         }
     }
 }
 
-impl<A, F: Clone, S> Layer<S> for AuthenticationLayer<A, F> {
-    type Service = AuthenticationService<A, F, S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        AuthenticationService {
-            inner,
-            authenticator: self.authenticator.clone(),
-            failed: self.failed.clone(),
-        }
-    }
-}
-
-pub struct AuthenticationService<A, F, S> {
-    inner: S,
-    authenticator: Arc<A>,
-    failed: F,
-}
-
-impl<A, F: Clone, S: Clone> Clone for AuthenticationService<A, F, S> {
-    fn clone(&self) -> Self {
-        AuthenticationService {
-            inner: self.inner.clone(),
-            authenticator: self.authenticator.clone(),
-            failed: self.failed.clone(),
-        }
-    }
-}
-
-impl<A, F, S, B> Service<Request<Body>> for AuthenticationService<A, F, S>
+impl<A, F, B> Filter<B> for Authentication<A, F>
 where
     A: Authenticate,
-    S: Service<Request<Body>, Response = Response<B>, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-    F: Service<Request<Body>, Response = Response<B>, Error = Infallible> + Clone + Send + 'static,
+    F: Service<Request<Body>, Response = Response<B>, Error = Infallible>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
     F::Future: Send,
 {
-    type Response = Response<B>;
-    type Error = Infallible;
-    type Future = ResponseFuture<B>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<Body>) -> Self::Future {
-        let inner = take(&mut self.inner);
-        let failed = self.failed.clone();
-        let authenticator = self.authenticator.clone();
-        Box::pin(async move {
-            let (mut parts, body) = request.into_parts();
-            match authenticator.authenticate(&parts).await {
-                Ok(user) => {
-                    parts.extensions.insert(Arc::new(user));
-                    let mut inner = inner;
-                    inner.call(Request::from_parts(parts, body)).await
-                }
-                Err(status) => {
-                    parts.extensions.insert(AuthenticationFailure(status));
-                    failed.oneshot(Request::from_parts(parts, body)).await
+    async fn filter<S>(&self, request: Request<Body>, next: Next<S>) -> Response<B>
+    where
+        S: Service<Request<Body>, Response = Response<B>, Error = Infallible> + Send + 'static,
+        S::Future: Send,
+    {
+        let (mut parts, body) = request.into_parts();
+        match self.authenticator.authenticate(&parts).await {
+            Ok(user) => {
+                parts.extensions.insert(Arc::new(user));
+                next.run(Request::from_parts(parts, body)).await
+            }
+            Err(status) => {
+                parts.extensions.insert(AuthenticationFailure(status));
+                let failed = self.failed.clone();
+                match failed.oneshot(Request::from_parts(parts, body)).await {
+                    Ok(response) => response,
+                    Err(never) => match never {},
                 }
             }
-        })
+        }
     }
 }
 

@@ -3,62 +3,34 @@
 //! [`TooLarge`](crate::body::TooLarge) once it grows past the limit, which
 //! [`collect`](crate::body::collect) turns into the same 413. Nothing is buffered here.
 
-use super::{ResponseFuture, take};
+use super::{Filter, Next};
 use crate::body::{self, Body, Limited, TooLarge};
 use bytes::Bytes;
 use http::{Request, Response};
 use std::convert::Infallible;
-use std::task::{Context, Poll};
-use tower::{Layer, Service};
+use tower::Service;
 
 /// Bodies this much over the limit are still read (and thrown away) before answering 413,
 /// so the client, still sending, gets the answer rather than a reset connection.
 const DISCARD_LIMIT: usize = 32 << 20;
 
 #[derive(Clone, Copy)]
-pub struct BodyLimitLayer {
+pub struct BodyLimit {
     limit: usize,
 }
 
-impl BodyLimitLayer {
-    pub fn new(limit: usize) -> BodyLimitLayer {
-        BodyLimitLayer { limit }
+impl BodyLimit {
+    pub fn new(limit: usize) -> BodyLimit {
+        BodyLimit { limit }
     }
 }
 
-impl<S> Layer<S> for BodyLimitLayer {
-    type Service = BodyLimitService<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        BodyLimitService {
-            inner,
-            limit: self.limit,
-        }
-    }
-}
-
-#[derive(Clone)]
-pub struct BodyLimitService<S> {
-    inner: S,
-    limit: usize,
-}
-
-impl<S, B> Service<Request<Body>> for BodyLimitService<S>
-where
-    S: Service<Request<Body>, Response = Response<B>, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-    B: From<Bytes> + Send + 'static,
-{
-    type Response = Response<B>;
-    type Error = Infallible;
-    type Future = ResponseFuture<B>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<Body>) -> Self::Future {
-        let mut inner = take(&mut self.inner);
+impl<B: From<Bytes> + Send + 'static> Filter<B> for BodyLimit {
+    async fn filter<S>(&self, request: Request<Body>, next: Next<S>) -> Response<B>
+    where
+        S: Service<Request<Body>, Response = Response<B>, Error = Infallible> + Send + 'static,
+        S::Future: Send,
+    {
         let limit = self.limit;
         let (parts, body) = request.into_parts();
         let declared = parts
@@ -67,12 +39,10 @@ where
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<usize>().ok());
         if declared.is_some_and(|len| len > limit) {
-            return Box::pin(async move {
-                body::discard(body, DISCARD_LIMIT).await;
-                Ok(crate::reply::status(&TooLarge { limit }.status()))
-            });
+            body::discard(body, DISCARD_LIMIT).await;
+            return crate::reply::status(&TooLarge { limit }.status());
         }
         let body = Body::new(Limited::new(body, limit));
-        Box::pin(inner.call(Request::from_parts(parts, body)))
+        next.run(Request::from_parts(parts, body)).await
     }
 }

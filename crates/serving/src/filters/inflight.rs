@@ -4,7 +4,7 @@
 //! max-in-flight filter answers. Non-resource requests (health checks, discovery, OpenAPI)
 //! are not counted, so a saturated server still answers its probes.
 
-use super::{ResponseFuture, take};
+use super::{Filter, Next};
 use crate::body::Body;
 use crate::request_info::RequestInfo;
 use bytes::Bytes;
@@ -12,71 +12,39 @@ use http::{Request, Response};
 use kyb_api::Status;
 use std::convert::Infallible;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use tokio::sync::Semaphore;
-use tower::{Layer, Service};
+use tower::Service;
 
 #[derive(Clone)]
-pub struct InFlightLayer {
+pub struct InFlightLimit {
     slots: Arc<Semaphore>,
 }
 
-impl InFlightLayer {
-    pub fn new(limit: usize) -> InFlightLayer {
-        InFlightLayer {
+impl InFlightLimit {
+    pub fn new(limit: usize) -> InFlightLimit {
+        InFlightLimit {
             slots: Arc::new(Semaphore::new(limit.max(1))),
         }
     }
 }
 
-impl<S> Layer<S> for InFlightLayer {
-    type Service = InFlightService<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        InFlightService {
-            inner,
-            slots: self.slots.clone(),
-        }
-    }
-}
-
-#[derive(Clone)]
-pub struct InFlightService<S> {
-    inner: S,
-    slots: Arc<Semaphore>,
-}
-
-impl<S, B> Service<Request<Body>> for InFlightService<S>
-where
-    S: Service<Request<Body>, Response = Response<B>, Error = Infallible> + Clone + Send + 'static,
-    S::Future: Send,
-    B: From<Bytes> + Send + 'static,
-{
-    type Response = Response<B>;
-    type Error = Infallible;
-    type Future = ResponseFuture<B>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: Request<Body>) -> Self::Future {
-        let mut inner = take(&mut self.inner);
+impl<B: From<Bytes> + Send + 'static> Filter<B> for InFlightLimit {
+    async fn filter<S>(&self, request: Request<Body>, next: Next<S>) -> Response<B>
+    where
+        S: Service<Request<Body>, Response = Response<B>, Error = Infallible> + Send + 'static,
+        S::Future: Send,
+    {
         let counted = request
             .extensions()
             .get::<RequestInfo>()
             .is_some_and(|info| info.resource().is_some() && !info.is_long_running());
         if !counted {
-            return Box::pin(inner.call(request));
+            return next.run(request).await;
         }
-        let Ok(permit) = self.slots.clone().try_acquire_owned() else {
+        let Ok(_permit) = self.slots.clone().try_acquire_owned() else {
             let status = Status::too_many_requests("Too many requests, please try again later.", 1);
-            return Box::pin(std::future::ready(Ok(crate::reply::status(&status))));
+            return crate::reply::status(&status);
         };
-        Box::pin(async move {
-            let response = inner.call(request).await;
-            drop(permit);
-            response
-        })
+        next.run(request).await
     }
 }

@@ -19,23 +19,105 @@ mod body_limit;
 mod inflight;
 mod request_info;
 
-pub use authentication::{Authenticate, AuthenticationFailure, AuthenticationLayer, Unauthorized};
-pub use authorization::{AuthorizationDecision, AuthorizationLayer, Authorize};
-pub use body_limit::BodyLimitLayer;
-pub use inflight::InFlightLayer;
-pub use request_info::RequestInfoLayer;
+pub use authentication::{Authenticate, Authentication, AuthenticationFailure, Unauthorized};
+pub use authorization::{Authorization, AuthorizationDecision, Authorize};
+pub use body_limit::BodyLimit;
+pub use inflight::InFlightLimit;
+pub use request_info::ResolveRequestInfo;
 
+use crate::body::Body;
+use http::{Request, Response};
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::task::{Context, Poll};
+use tower::{Layer, Service};
 
-/// The future of every filter's service.
-pub type ResponseFuture<B> =
-    Pin<Box<dyn Future<Output = Result<http::Response<B>, Infallible>> + Send>>;
+/// One filter's logic: what it does to a request on its way in and to the response on its
+/// way out, and whether the rest of the stack sees the request at all (a filter that
+/// answers itself does not call `next`). [`filter`] makes it a tower layer.
+pub trait Filter<B>: Clone + Send + Sync + 'static {
+    fn filter<S>(
+        &self,
+        request: Request<Body>,
+        next: Next<S>,
+    ) -> impl Future<Output = Response<B>> + Send
+    where
+        S: Service<Request<Body>, Response = Response<B>, Error = Infallible> + Send + 'static,
+        S::Future: Send;
+}
 
-/// The inner service, ready for this call, leaving a fresh clone in its place (tower's
-/// pattern for services called from a spawned future).
-pub(crate) fn take<S: Clone>(service: &mut S) -> S {
-    let fresh = service.clone();
-    std::mem::replace(service, fresh)
+/// The rest of the stack, ready to take one request.
+pub struct Next<S> {
+    inner: S,
+}
+
+impl<S> Next<S> {
+    /// Passes the request on; the rest of the stack's response.
+    pub async fn run<B>(mut self, request: Request<Body>) -> Response<B>
+    where
+        S: Service<Request<Body>, Response = Response<B>, Error = Infallible>,
+    {
+        match self.inner.call(request).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        }
+    }
+}
+
+/// A [`Filter`] as a tower layer.
+pub fn filter<F>(filter: F) -> FilterLayer<F> {
+    FilterLayer { filter }
+}
+
+#[derive(Clone)]
+pub struct FilterLayer<F> {
+    filter: F,
+}
+
+impl<F: Clone, S> Layer<S> for FilterLayer<F> {
+    type Service = Filtered<F, S>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        Filtered {
+            filter: self.filter.clone(),
+            inner,
+        }
+    }
+}
+
+/// A service behind a filter.
+#[derive(Clone)]
+pub struct Filtered<F, S> {
+    filter: F,
+    inner: S,
+}
+
+/// The future of every filtered service.
+pub type ResponseFuture<B> = Pin<Box<dyn Future<Output = Result<Response<B>, Infallible>> + Send>>;
+
+impl<F, S, B> Service<Request<Body>> for Filtered<F, S>
+where
+    F: Filter<B>,
+    S: Service<Request<Body>, Response = Response<B>, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+    B: Send + 'static,
+{
+    type Response = Response<B>;
+    type Error = Infallible;
+    type Future = ResponseFuture<B>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        // The service that was polled ready serves this request; a clone stays for the next.
+        let fresh = self.inner.clone();
+        let next = Next {
+            inner: std::mem::replace(&mut self.inner, fresh),
+        };
+        let filter = self.filter.clone();
+        Box::pin(async move { Ok(filter.filter(request, next).await) })
+    }
 }
