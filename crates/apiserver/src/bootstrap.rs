@@ -8,6 +8,7 @@
 use crate::engine::Engine;
 use crate::rest;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub const NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
@@ -19,7 +20,7 @@ pub struct Advertised {
 }
 
 /// Creates (or refreshes) the default objects, retrying until it succeeds.
-pub async fn run(engine: &Engine, advertised: &Advertised) {
+pub async fn run(engine: &Arc<Engine>, advertised: &Advertised) {
     loop {
         match try_run(engine, advertised).await {
             Ok(()) => return,
@@ -31,7 +32,7 @@ pub async fn run(engine: &Engine, advertised: &Advertised) {
     }
 }
 
-async fn try_run(engine: &Engine, advertised: &Advertised) -> Result<(), kyb_api::Status> {
+async fn try_run(engine: &Arc<Engine>, advertised: &Advertised) -> Result<(), kyb_api::Status> {
     let registry = engine.registry.snapshot();
     let find = |group, version, plural| {
         registry
@@ -94,7 +95,7 @@ async fn try_run(engine: &Engine, advertised: &Advertised) -> Result<(), kyb_api
 
 /// The bootstrap RBAC policy and the system PriorityClasses, each object created if it
 /// does not exist.
-async fn policy(engine: &Engine) -> Result<(), kyb_api::Status> {
+async fn policy(engine: &Arc<Engine>) -> Result<(), kyb_api::Status> {
     const GROUP: &str = "rbac.authorization.k8s.io";
     let registry = engine.registry.snapshot();
     let find = |plural| {

@@ -1,8 +1,9 @@
 //! The engine: the narrow handles the REST engine, admission and the server's keepers work
 //! through — the resource registry (what is served, each kind's strategy), the watch
-//! cache (reads, watches, freshness), the store (compare-and-swap writes), the admission chain, the authorizer and authenticator (for reviews, token
-//! requests and escalation checks), service address allocation, and the server's own
-//! identity. Nothing here knows of connections, TLS, the filter stack, discovery or audit:
+//! cache (reads, watches, freshness), the store (compare-and-swap writes), the admission
+//! chain, the authorizer and authenticator (for reviews, token requests and escalation
+//! checks), service address allocation, and the server's own identity. It is shared as an
+//! `Arc`, so work that outlives a request (quota admission's batches) keeps it. Nothing here knows of connections, TLS, the filter stack, discovery or audit:
 //! those belong to the serving side (`server`, `filters`, `routes`).
 
 use crate::admission;
@@ -12,7 +13,7 @@ use kyb_api::Status;
 use kyb_api::registry::Registry;
 use kyb_storage::Store;
 use std::net::Ipv4Addr;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Mutex;
 
@@ -21,8 +22,6 @@ const FRESHNESS_WAIT: Duration = Duration::from_secs(3);
 
 /// What every resource request is served with.
 pub struct Engine {
-    /// This engine, for work that outlives the request that starts it.
-    me: Weak<Engine>,
     /// The resources served, each with its strategy; the cache, discovery and OpenAPI
     /// follow it.
     pub registry: Arc<Registry>,
@@ -58,37 +57,7 @@ impl ServiceRanges {
     }
 }
 
-/// The parts an [`Engine`] is made of.
-pub struct Parts {
-    pub registry: Arc<Registry>,
-    pub cache: Arc<WatchCache>,
-    pub store: Arc<dyn Store>,
-    pub admission: admission::Chain,
-    pub authorizer: Arc<Authorizer>,
-    pub authenticator: Arc<Authenticator>,
-    pub services: ServiceRanges,
-}
-
 impl Engine {
-    pub fn new(parts: Parts) -> Arc<Engine> {
-        Arc::new_cyclic(|me| Engine {
-            me: me.clone(),
-            registry: parts.registry,
-            cache: parts.cache,
-            store: parts.store,
-            admission: parts.admission,
-            authorizer: parts.authorizer,
-            authenticator: parts.authenticator,
-            services: parts.services,
-            identity: Arc::new(User::apiserver()),
-        })
-    }
-
-    /// A shared handle to this engine (`None` once it is being dropped).
-    pub fn self_ref(&self) -> Option<Arc<Engine>> {
-        self.me.upgrade()
-    }
-
     /// Waits until the cache reflects every acknowledged write; `false` if it did not catch
     /// up in time (the caller then reads storage).
     pub async fn fresh(&self) -> bool {

@@ -24,7 +24,7 @@ use crate::audit::Auditor;
 use crate::auth::{Authenticator, RequestAuthenticator};
 use crate::bootstrap::{self, Advertised};
 use crate::cache::WatchCache;
-use crate::engine::{self, Engine, ServiceRanges};
+use crate::engine::{Engine, ServiceRanges};
 use crate::filters::{Audit, Impersonation, RequestLog};
 use crate::response::{self, Response};
 use crate::router::{Connectors, Router};
@@ -153,7 +153,7 @@ impl ApiServer {
             nodes: crate::auth::NodeAuthorizer::start(&cache),
             rbac: crate::auth::Rbac::start(&cache),
         });
-        let engine = Engine::new(engine::Parts {
+        let engine = Arc::new(Engine {
             registry: registry.clone(),
             cache,
             store: store.clone(),
@@ -161,6 +161,7 @@ impl ApiServer {
             authorizer,
             authenticator: Arc::new(security.authenticator),
             services: ServiceRanges::new(config.service_cidr, config.node_ports),
+            identity: Arc::new(crate::auth::User::apiserver()),
         });
         let advertised = Advertised {
             address: advertise_address(&config),

@@ -72,7 +72,7 @@ impl Attributes<'_> {
 /// What plugins may use besides the request: the server (its cache and configuration) and
 /// the call (warnings for the client).
 pub struct Context<'a> {
-    pub engine: &'a Engine,
+    pub engine: &'a Arc<Engine>,
     pub call: &'a Call<'a>,
 }
 

@@ -114,9 +114,7 @@ impl Plugin for ResourceQuota {
             }
         };
         if start_worker {
-            let Some(engine) = engine.self_ref() else {
-                return Err(Status::internal("the server is shutting down"));
-            };
+            let engine = engine.clone();
             tokio::spawn(work(
                 engine,
                 self.queues.clone(),
@@ -166,7 +164,11 @@ async fn work(
 /// Decides a batch in order, each write against the usage the earlier ones added, and
 /// records the new usage with one compare-and-swap per affected quota; on a conflict the
 /// whole batch is decided again from the quotas as they now are.
-async fn decide(engine: &Engine, namespace: &str, batch: &[Pending]) -> Vec<Result<(), Status>> {
+async fn decide(
+    engine: &Arc<Engine>,
+    namespace: &str,
+    batch: &[Pending],
+) -> Vec<Result<(), Status>> {
     let failed = |status: Status| batch.iter().map(|_| Err(status.clone())).collect();
     let snapshot = engine.registry.snapshot();
     let Some(def) = snapshot.find_stored("", "resourcequotas") else {

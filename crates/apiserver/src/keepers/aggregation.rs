@@ -30,7 +30,7 @@ pub async fn run(engine: Arc<Engine>) {
 
 /// One pass: every aggregated ClusterRole whose rules are not what its selectors gather
 /// is updated.
-async fn aggregate(engine: &Engine) {
+async fn aggregate(engine: &Arc<Engine>) {
     let registry = engine.registry.snapshot();
     let Some(def) = registry.find_stored(kyb_rbac::RBAC_GROUP, "clusterroles") else {
         return;

@@ -41,7 +41,7 @@ use std::time::Duration;
 
 /// Everything a handler needs about one request.
 pub struct Call<'a> {
-    pub engine: &'a Engine,
+    pub engine: &'a Arc<Engine>,
     /// Who asks (after impersonation).
     pub user: Arc<User>,
     /// The resource as requested (its version decides the representation), with its
@@ -139,7 +139,7 @@ impl<'a> Call<'a> {
 
 /// Serves a resource request; also gives the audit annotations gathered on the way.
 pub async fn serve(
-    engine: &Engine,
+    engine: &Arc<Engine>,
     user: Arc<User>,
     request: ResourceRequest,
     query: Query,
@@ -164,7 +164,7 @@ pub async fn serve(
 const NEW_RESOURCE_WAIT: Duration = Duration::from_secs(3);
 
 async fn resolve(
-    engine: &Engine,
+    engine: &Arc<Engine>,
     user: Arc<User>,
     request: ResourceRequest,
     query: Query,
@@ -222,7 +222,7 @@ async fn resolve(
 /// The resource cache of `def` (an entry of the registry at `generation`), once the watch
 /// cache has caught up with that generation.
 async fn cache_of(
-    engine: &Engine,
+    engine: &Arc<Engine>,
     def: &Resource,
     generation: u64,
 ) -> Result<Arc<ResourceCache>, Status> {
@@ -274,7 +274,7 @@ async fn dispatch(call: &Call<'_>) -> Result<Response, Status> {
 /// status keepers, quota admission's usage records). It goes through the same strategy,
 /// validation and admission as a client's.
 pub fn internal_call<'a>(
-    engine: &'a Engine,
+    engine: &'a Arc<Engine>,
     def: &Arc<Resource>,
     verb: Verb,
     namespace: Option<&str>,
@@ -326,7 +326,7 @@ pub async fn update_status(
 /// Creates an object from within the server (or, with `update`, brings an existing one's
 /// content up to date), through the same strategy and validation as a client's request.
 pub async fn ensure(
-    engine: &Engine,
+    engine: &Arc<Engine>,
     def: &Arc<Resource>,
     object: serde_json::Value,
     update: bool,
