@@ -118,12 +118,14 @@ pub async fn run(
         serve(apiserver, publish, ctx)
     }));
     if in_process {
-        supervisor.restartable(crate::scheduler::in_process(crate::identities::kubeconfig(
-            &data_dir,
-            "scheduler",
-        )));
+        let identity = crate::identities::election_identity(&data_dir)?;
+        supervisor.restartable(crate::scheduler::in_process(
+            crate::identities::kubeconfig(&data_dir, "scheduler"),
+            identity.clone(),
+        ));
         supervisor.restartable(crate::controller_manager::in_process(
             crate::identities::kubeconfig(&data_dir, "controller-manager"),
+            identity,
             args.controllers.clone(),
             args.controller_manager_metrics_address,
             pki.ca_pem().to_string(),
