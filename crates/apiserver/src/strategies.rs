@@ -285,6 +285,21 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn only_pods_a_kubelet_still_has_to_stop_wait_for_their_grace_period() {
+        let pod = |node: Option<&str>, phase: &str| {
+            json!({"spec": {"nodeName": node, "terminationGracePeriodSeconds": 45},
+                   "status": {"phase": phase}})
+        };
+        // Not scheduled: no kubelet will ever confirm it; finished: nothing left to stop.
+        assert_eq!(pod_grace_period(&pod(None, "Pending"), Some(30)), 0);
+        assert_eq!(pod_grace_period(&pod(Some(""), "Pending"), None), 0);
+        assert_eq!(pod_grace_period(&pod(Some("n1"), "Succeeded"), None), 0);
+        assert_eq!(pod_grace_period(&pod(Some("n1"), "Failed"), Some(10)), 0);
+        assert_eq!(pod_grace_period(&pod(Some("n1"), "Running"), None), 45);
+        assert_eq!(pod_grace_period(&pod(Some("n1"), "Running"), Some(5)), 5);
+    }
+
+    #[test]
     fn kinds_without_a_type_are_untyped() -> Result<(), RegistryError> {
         let snapshot = registry()?.snapshot();
         let untyped: Vec<&str> = snapshot
