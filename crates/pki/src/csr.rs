@@ -108,6 +108,17 @@ pub struct Request {
     other_subject: Vec<(DnType, String)>,
 }
 
+impl Request {
+    /// A request for a subject alone, no names (what tests of signer rules start from).
+    pub fn new(common_name: &str, organizations: &[&str]) -> Request {
+        Request {
+            common_name: common_name.to_string(),
+            organizations: organizations.iter().map(|o| o.to_string()).collect(),
+            ..Request::default()
+        }
+    }
+}
+
 /// The PEM `CERTIFICATE REQUEST` in `pem`, parsed (Kubernetes' `certificates.ParseCSR`);
 /// with `verify`, its signature checked too (`CheckSignature`). Errors are worded as Go's.
 pub fn parse_request(pem: &[u8], verify: bool) -> Result<Request, String> {
@@ -284,8 +295,9 @@ impl Signer {
         request_pem: &[u8],
         usages: &[String],
         ttl: std::time::Duration,
-        now: OffsetDateTime,
+        now: std::time::SystemTime,
     ) -> Result<String, Error> {
+        let now = OffsetDateTime::from(now);
         let request =
             parse_request(request_pem, true).map_err(|e| Error::certificate("request", e))?;
         let public_key = SubjectPublicKeyInfo::from_der(&request.public_key)
@@ -489,12 +501,13 @@ mod tests {
         let signer = ca();
         let (pem, _) = request("bob", &["team"], &["b.example.com"]);
         let now = OffsetDateTime::now_utc();
+        let at = std::time::SystemTime::from(now);
         let cert = signer
             .sign(
                 pem.as_bytes(),
                 &["digital signature".into(), "client auth".into()],
                 std::time::Duration::from_secs(3600),
-                now,
+                at,
             )
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(validate_certificates(cert.as_bytes()), Ok(()));
@@ -511,7 +524,7 @@ mod tests {
                 pem.as_bytes(),
                 &["client auth".into()],
                 std::time::Duration::from_secs(365 * 86400),
-                now,
+                at,
             )
             .unwrap_or_else(|e| panic!("{e}"));
         let expiry = certificate_not_after(long.as_bytes()).unwrap_or(now);
