@@ -535,7 +535,7 @@ mod tests {
                     pem.as_bytes(),
                     &["bogus".into()],
                     std::time::Duration::from_secs(3600),
-                    now
+                    at
                 )
                 .is_err()
         );
