@@ -78,33 +78,30 @@ pub async fn serve(call: &Call<'_>, sub: Subresource) -> Result<Response, Status
 }
 
 async fn status_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
-    let (object, warnings) = body::decode_object(call, body::Kind::Of(&call.def))?;
-    let object = write::check_identity(call, object, name)?;
-    let object = write::to_storage(call, object)?;
-    let precondition = meta::resource_version(&object).map(str::to_string);
-    let def = call.storage();
-    let (updated, _) = guaranteed_update(call, name, precondition.as_deref(), |current| {
-        let mut new = strategy::prepare_status_update(def, &object, current)?;
-        managed::record(call, Some(current), &mut new, Some("status"))?;
-        Ok(new)
-    })
-    .await?;
-    Ok(response::with_warnings(
-        present::stored_value(call, &updated, StatusCode::OK)?,
-        &warnings,
-    ))
+    replace_part(call, name, "status", strategy::prepare_status_update).await
 }
 
 /// A CertificateSigningRequest's `/approval` update: only its conditions change.
 async fn approval_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
+    replace_part(call, name, "approval", strategy::prepare_approval_update).await
+}
+
+/// An update (PUT) of the part of an object the subresource `sub` owns, the rest kept
+/// from the stored object by `prepare`.
+async fn replace_part(
+    call: &Call<'_>,
+    name: &str,
+    sub: &str,
+    prepare: fn(&Resource, &Value, &Value) -> Result<Value, Status>,
+) -> Result<Response, Status> {
     let (object, warnings) = body::decode_object(call, body::Kind::Of(&call.def))?;
     let object = write::check_identity(call, object, name)?;
     let object = write::to_storage(call, object)?;
     let precondition = meta::resource_version(&object).map(str::to_string);
     let def = call.storage();
     let (updated, _) = guaranteed_update(call, name, precondition.as_deref(), |current| {
-        let mut new = strategy::prepare_approval_update(def, &object, current)?;
-        managed::record(call, Some(current), &mut new, Some("approval"))?;
+        let mut new = prepare(def, &object, current)?;
+        managed::record(call, Some(current), &mut new, Some(sub))?;
         Ok(new)
     })
     .await?;
