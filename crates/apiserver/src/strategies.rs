@@ -32,6 +32,9 @@ use std::time::SystemTime;
 pub fn registry() -> Result<Registry, RegistryError> {
     Registry::new(BUILTIN.iter().map(|def| {
         let strategy: Arc<dyn Strategy> = match Builtin::of(def) {
+            Some(builtin) if def.kind == "CertificateSigningRequest" => Arc::new(
+                crate::certificates::CertificateSigningRequests::new(builtin),
+            ),
             Some(builtin) => Arc::new(builtin),
             None => Arc::new(Untyped::of(def.clone(), None)),
         };

@@ -35,6 +35,9 @@ fn options(args: &ControllerArgs, root_ca_pem: Option<String>) -> Options {
         pvclaimbinder_sync_period: args.pvclaimbinder_sync_period,
         resource_quota_sync_period: args.resource_quota_sync_period,
         root_ca_pem,
+        cluster_signing_cert_file: args.cluster_signing_cert_file.clone(),
+        cluster_signing_key_file: args.cluster_signing_key_file.clone(),
+        cluster_signing_duration: args.cluster_signing_duration,
         ..Options::default()
     }
 }
