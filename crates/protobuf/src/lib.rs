@@ -36,6 +36,9 @@ mod schema;
 mod schema_table;
 mod wire;
 
+#[cfg(test)]
+mod round_trip;
+
 use serde_json::Value;
 
 pub use error::{DecodeError, EncodeError, Problem};
