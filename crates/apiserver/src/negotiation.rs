@@ -194,10 +194,8 @@ fn accept_clause(clause: &Clause<'_>, format: Format, endpoint: &Endpoint) -> Op
             "as" => (kind, converts) = (Some(*value), true),
             "g" => (group, converts) = (Some(*value), true),
             "v" => (version, converts) = (Some(*value), true),
-            "stream" if !value.is_empty() => {
-                if *value != "watch" || format == Format::Yaml {
-                    return None;
-                }
+            "stream" if !value.is_empty() && (*value != "watch" || format == Format::Yaml) => {
+                return None;
             }
             _ => {}
         }

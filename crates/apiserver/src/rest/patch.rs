@@ -34,7 +34,7 @@ pub(crate) fn format(call: &Call<'_>) -> Result<BodyFormat, Status> {
         .def
         .strategy
         .definition()
-        .is_some_and(|d| kyb_patch::strategic::supported(d));
+        .is_some_and(kyb_patch::strategic::supported);
     negotiation::patch_format(call.header("content-type"), strategic)
 }
 
