@@ -1,7 +1,7 @@
 //! Non-resource paths: health checks, `/version`, discovery, OpenAPI, and `/`.
 
 use crate::discovery;
-use crate::negotiation::{self, Output};
+use crate::negotiation::{self, Endpoint, Output};
 use crate::response::{self, Response};
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use kyb_api::Status;
@@ -63,12 +63,12 @@ async fn serve(
         [] => json_ok(&root(&registry())),
         ["healthz" | "livez" | "readyz", rest @ ..] => health(server, parts[0], rest, query).await,
         ["version"] => json_ok(&version()),
-        ["api"] => match negotiation::negotiate(accept, true) {
+        ["api"] => match negotiation::negotiate(accept, &Endpoint::DISCOVERY).map(|n| n.output) {
             Ok(Output::Discovery(v)) => aggregated(&registry(), true, v),
             Ok(_) => json_ok(&discovery::api_versions(&server.advertised)),
             Err(status) => response::error(&status),
         },
-        ["apis"] => match negotiation::negotiate(accept, true) {
+        ["apis"] => match negotiation::negotiate(accept, &Endpoint::DISCOVERY).map(|n| n.output) {
             Ok(Output::Discovery(v)) => aggregated(&registry(), false, v),
             Ok(_) => json_ok(&discovery::api_group_list(&registry())),
             Err(status) => response::error(&status),

@@ -49,7 +49,7 @@ pub fn field_validation(call: &Call<'_>) -> Result<FieldValidation, Status> {
 /// The body parsed to JSON, whatever its format (patches excluded).
 pub fn parse(call: &Call<'_>) -> Result<Value, Status> {
     let content_type = call.header("content-type");
-    parse_bytes(&call.body, negotiation::body_format(content_type)?)
+    parse_bytes(&call.body, negotiation::object_body_format(content_type)?)
 }
 
 pub fn parse_bytes(body: &[u8], format: BodyFormat) -> Result<Value, Status> {

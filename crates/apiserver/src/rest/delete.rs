@@ -8,7 +8,7 @@ use super::{Call, present, read};
 use crate::admission::{self, Operation};
 use crate::engine::storage_error;
 use crate::kinds;
-use crate::response::{self, Response};
+use crate::response::Response;
 use crate::util;
 use http::StatusCode;
 use kyb_api::Status;
@@ -106,9 +106,10 @@ pub async fn delete(call: &Call<'_>) -> Result<Response, Status> {
         Outcome::Deleted(object) if call.def.returns_deleted_object => {
             present::stored_value(call, &object, StatusCode::OK)
         }
-        Outcome::Deleted(object) => Ok(response::json(
-            StatusCode::OK,
+        Outcome::Deleted(object) => Ok(present::value_response(
+            call,
             &kyb_api::status::success(&call.def.group, &call.def.plural, &name, meta::uid(&object)),
+            StatusCode::OK,
         )),
     }
 }

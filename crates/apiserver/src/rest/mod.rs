@@ -28,7 +28,7 @@ pub use service::first_ip as first_service_ip;
 use crate::auth::User;
 use crate::cache::ResourceCache;
 use crate::engine::Engine;
-use crate::negotiation::{self, Output};
+use crate::negotiation::{self, Endpoint, Format, Output};
 use crate::response::{self, Response};
 use bytes::Bytes;
 use http::HeaderMap;
@@ -53,7 +53,9 @@ pub struct Call<'a> {
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub query: Query,
+    /// The representation the client negotiated, and its serialization.
     pub output: Output,
+    pub format: Format,
     pub headers: HeaderMap,
     pub body: Bytes,
     /// Warnings for the client gathered on the way (admission), sent as `Warning` headers.
@@ -128,6 +130,7 @@ impl<'a> Call<'a> {
             name: Some(name.to_string()),
             query: self.query.clone(),
             output: self.output,
+            format: self.format,
             headers: self.headers.clone(),
             body: Bytes::new(),
             warnings: Mutex::new(Vec::new()),
@@ -146,16 +149,24 @@ pub async fn serve(
     headers: HeaderMap,
     body: Bytes,
 ) -> (Response, Vec<(String, String)>) {
+    // Failures are written in the format negotiated without transformations.
+    let error_format = negotiation::error_format(
+        headers
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+    );
     let call = match resolve(engine, user, request, query, headers, body).await {
         Ok(call) => call,
-        Err(status) => return (response::error(&status), Vec::new()),
+        Err(status) => return (response::error_in(error_format, &status), Vec::new()),
     };
     let result = dispatch(&call).await;
     let warnings = call.warnings.into_inner().unwrap_or_default();
     let annotations = call.annotations.into_inner().unwrap_or_default();
     let response = match result {
         Ok(response) => response::with_warnings(response, &warnings),
-        Err(status) => response::with_warnings(response::error(&status), &warnings),
+        Err(status) => {
+            response::with_warnings(response::error_in(error_format, &status), &warnings)
+        }
     };
     (response, annotations)
 }
@@ -199,7 +210,17 @@ async fn resolve(
     let accept = headers
         .get(http::header::ACCEPT)
         .and_then(|v| v.to_str().ok());
-    let output = negotiation::negotiate(accept, false)?;
+    let endpoint = Endpoint {
+        // Built-in kinds have a protobuf form; custom and untyped ones only their metadata.
+        protobuf: kyb_protobuf::is_known(&def.api_version(), &def.kind),
+        // Every stored resource (and its status) has a Table; the create-only reviews,
+        // tokens, bindings, evictions and scales have none (406, as in Kubernetes).
+        table: !def.is_virtual() && matches!(subresource, None | Some(Subresource::Status)),
+        metadata: true,
+        discovery: false,
+        watch: request.verb == Verb::Watch,
+    };
+    let negotiated = negotiation::negotiate(accept, &endpoint)?;
     Ok(Call {
         engine,
         user,
@@ -210,7 +231,8 @@ async fn resolve(
         namespace: request.namespace,
         name: request.name,
         query,
-        output,
+        output: negotiated.output,
+        format: negotiated.format,
         headers,
         body,
         warnings: Mutex::new(Vec::new()),
@@ -295,6 +317,7 @@ pub fn internal_call<'a>(
         name: None,
         query: Query::default(),
         output: Output::Json,
+        format: Format::Json,
         headers: HeaderMap::new(),
         body: Bytes::new(),
         warnings: Mutex::new(Vec::new()),

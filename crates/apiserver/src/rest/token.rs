@@ -4,7 +4,7 @@
 
 use super::{Call, body};
 use crate::auth::{BoundObject, DEFAULT_EXPIRATION, ISSUER, MIN_EXPIRATION, TokenSpec};
-use crate::response::{self, Response};
+use crate::response::Response;
 use crate::util;
 use http::StatusCode;
 use kyb_api::Status;
@@ -115,7 +115,11 @@ pub async fn create(call: &Call<'_>, name: &str) -> Result<Response, Status> {
     metadata.insert("name".into(), name.into());
     metadata.insert("namespace".into(), namespace.into());
     metadata.insert("creationTimestamp".into(), util::now().into());
-    Ok(response::json(StatusCode::CREATED, &request))
+    Ok(super::present::value_response(
+        call,
+        &request,
+        StatusCode::CREATED,
+    ))
 }
 
 /// A node's name and UID.

@@ -26,6 +26,7 @@ mod nodes;
 mod patch;
 mod policies;
 mod poll;
+mod protobuf;
 mod quota_controller;
 mod scheduling;
 mod security;
