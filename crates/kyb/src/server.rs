@@ -72,6 +72,13 @@ pub async fn run(
         bind_address: args.bind_address,
         port: args.port,
         max_requests_in_flight: args.max_requests_inflight.max(1),
+        request_timeout: args.request_timeout,
+        connection_limits: kyb_apiserver::ConnectionLimits {
+            read_header_timeout: args.read_header_timeout,
+            idle_timeout: args.idle_connection_timeout,
+            max_connections_per_client: args.max_connections_per_client,
+            ..Default::default()
+        },
         health: health.clone(),
         ..Config::default()
     };

@@ -11,6 +11,7 @@
 mod body;
 mod delete;
 mod managed;
+mod options;
 mod patch;
 mod present;
 mod read;

@@ -1,0 +1,237 @@
+//! The request path under hostile or sloppy clients, as kube-apiserver behaves: connections
+//! that never finish their handshake or headers, or sit idle, are closed; one address
+//! cannot hold more than its share of connections; slow requests get 504 Timeout; every
+//! path segment is percent-decoded; bad query parameters get Kubernetes' codes and words.
+
+use crate::cluster::Cluster;
+use serde_json::Value;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, TcpStream};
+use std::time::{Duration, Instant};
+
+fn status(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("not a Status ({e}): {body}"))
+}
+
+/// A TCP connection to the server from another loopback address (the server counts
+/// connections per client address).
+fn connect_from(runtime: &tokio::runtime::Runtime, source: Ipv4Addr, port: u16) -> TcpStream {
+    let stream = runtime
+        .block_on(async {
+            let socket = tokio::net::TcpSocket::new_v4()?;
+            socket.bind((source, 0).into())?;
+            socket.connect((Ipv4Addr::LOCALHOST, port).into()).await
+        })
+        .unwrap()
+        .into_std()
+        .unwrap();
+    stream.set_nonblocking(false).unwrap();
+    stream
+}
+
+/// A TLS connection from `source` that has sent `bytes` (a request's beginning, or all
+/// of it) and has read what came back within a moment.
+fn tls_from(
+    runtime: &tokio::runtime::Runtime,
+    cluster: &Cluster,
+    source: Ipv4Addr,
+    bytes: &[u8],
+) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    let socket = connect_from(runtime, source, cluster.port);
+    let pki = cluster.dir.path().join("pki");
+    let ca = std::fs::read_to_string(pki.join("ca.crt")).unwrap();
+    let config = kyb_pki::tls::client_config(&ca, None).unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let connection = rustls::ClientConnection::new(config, name).unwrap();
+    let mut stream = rustls::StreamOwned::new(connection, socket);
+    stream.write_all(bytes).unwrap();
+    stream.flush().unwrap();
+    stream
+}
+
+/// Reads until the server closes the connection (the socket's read timeout set short
+/// enough to look at the clock); how long that took from `since`, or `None` if it was
+/// still open at the deadline.
+fn closed_within(read: &mut dyn Read, since: Instant, deadline: Duration) -> Option<Duration> {
+    let mut buf = [0u8; 4096];
+    while since.elapsed() < deadline {
+        match read.read(&mut buf) {
+            Ok(0) => return Some(since.elapsed()),
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            // Reset, or a TLS stream cut without close_notify: closed all the same.
+            Err(_) => return Some(since.elapsed()),
+        }
+    }
+    None
+}
+
+/// The admin's GET, timed.
+fn admin_get(cluster: &Cluster) -> (u16, Duration) {
+    let started = Instant::now();
+    let (code, _) = cluster.http("GET", "/api/v1/namespaces/default", "application/json", b"");
+    (code, started.elapsed())
+}
+
+#[test]
+fn idle_and_half_sent_connections_are_closed_and_capped() {
+    const CAP: usize = 150;
+    let cluster = Cluster::start_with(
+        kyb_testkit::temp_dir("hardening").unwrap(),
+        &[
+            "--read-header-timeout",
+            "3s",
+            "--idle-connection-timeout",
+            "4s",
+            "--max-connections-per-client",
+            &CAP.to_string(),
+            "--request-timeout",
+            "1s",
+        ],
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let flooder = Ipv4Addr::new(127, 0, 0, 2);
+    let other = Ipv4Addr::new(127, 0, 0, 3);
+    let opened = Instant::now();
+    // From one address: connections that never send a byte, and ones that stop in the
+    // middle of the TLS ClientHello — as many as it may hold.
+    let mut raw: Vec<TcpStream> = (0..CAP)
+        .map(|i| {
+            let mut stream = connect_from(&runtime, flooder, cluster.port);
+            if i % 2 == 0 {
+                stream
+                    .write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
+                    .unwrap();
+            }
+            stream
+        })
+        .collect();
+    // More from the same address are closed at once.
+    let refused_at = Instant::now();
+    let mut refused: Vec<TcpStream> = (0..50)
+        .map(|_| connect_from(&runtime, flooder, cluster.port))
+        .collect();
+    for stream in &mut refused {
+        stream
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let closed = closed_within(stream, refused_at, Duration::from_secs(3));
+        assert!(closed.is_some(), "a connection over the cap was kept open");
+    }
+    // From another address: TLS done, then headers that never end, or one whole request
+    // and then nothing (an idle keep-alive connection).
+    let mut partial: Vec<_> = (0..40)
+        .map(|_| {
+            tls_from(
+                &runtime,
+                &cluster,
+                other,
+                b"GET /api/v1/namespaces HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ",
+            )
+        })
+        .collect();
+    let idle_started = Instant::now();
+    let mut idle: Vec<_> = (0..40)
+        .map(|_| {
+            let mut stream = tls_from(
+                &runtime,
+                &cluster,
+                other,
+                b"GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+            );
+            stream
+                .sock
+                .set_read_timeout(Some(Duration::from_millis(500)))
+                .unwrap();
+            // The response arrives; the connection then stays open, idle.
+            let mut head = [0u8; 12];
+            stream.read_exact(&mut head).unwrap();
+            assert_eq!(&head, b"HTTP/1.1 200");
+            stream
+        })
+        .collect();
+    // With all of them open the admin is served at once.
+    for _ in 0..5 {
+        let (code, took) = admin_get(&cluster);
+        assert_eq!(code, 200);
+        assert!(took < Duration::from_secs(1), "an admin GET took {took:?}");
+    }
+    // Every half-sent connection is closed after the read-header timeout (3 s), not
+    // before; the idle ones after the idle timeout (4 s).
+    for stream in &mut raw {
+        stream
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let closed = closed_within(stream, opened, Duration::from_secs(15))
+            .expect("a silent or half-handshaken connection stayed open");
+        assert!(
+            closed >= Duration::from_millis(2900),
+            "closed after {closed:?}"
+        );
+    }
+    for stream in &mut partial {
+        stream
+            .sock
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let closed = closed_within(stream, opened, Duration::from_secs(15))
+            .expect("a connection with unfinished headers stayed open");
+        assert!(
+            closed >= Duration::from_millis(2900),
+            "closed after {closed:?}"
+        );
+    }
+    for stream in &mut idle {
+        stream
+            .sock
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let closed = closed_within(stream, idle_started, Duration::from_secs(15))
+            .expect("an idle connection stayed open");
+        assert!(
+            closed >= Duration::from_millis(3500),
+            "closed after {closed:?}"
+        );
+    }
+    // The address's connections are gone, so it may connect again.
+    let mut again = tls_from(
+        &runtime,
+        &cluster,
+        flooder,
+        b"GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
+    let mut response = String::new();
+    let _ = again.read_to_string(&mut response);
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+
+    // A request that is not answered within --request-timeout (1 s) is a 504; a watch is
+    // not cut off.
+    let started = Instant::now();
+    let (code, body) = cluster.http(
+        "GET",
+        "/api/v1/namespaces/default/configmaps/x?resourceVersion=999999999",
+        "application/json",
+        b"",
+    );
+    let took = started.elapsed();
+    assert_eq!(code, 504, "{body}");
+    assert!(took < Duration::from_millis(2500), "took {took:?}");
+    let status = status(&body);
+    assert_eq!(status["reason"], "Timeout");
+    assert_eq!(
+        status["message"],
+        "Timeout: request did not complete within requested timeout - context deadline exceeded"
+    );
+    let started = Instant::now();
+    let (code, body) = cluster.http(
+        "GET",
+        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=2",
+        "application/json",
+        b"",
+    );
+    assert_eq!(code, 200, "{body}");
+    assert!(started.elapsed() >= Duration::from_millis(1900));
+}
