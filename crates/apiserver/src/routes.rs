@@ -51,9 +51,7 @@ async fn serve(
     headers: &HeaderMap,
 ) -> Response {
     if method != Method::GET && method != Method::HEAD {
-        return response::error(&Status::method_not_allowed(format!(
-            "{method} is not supported on {path}"
-        )));
+        return response::error(&Status::method_not_supported());
     }
     let path = path.trim_end_matches('/');
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();

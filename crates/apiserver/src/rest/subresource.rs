@@ -51,12 +51,7 @@ pub async fn serve(call: &Call<'_>, sub: Subresource) -> Result<Response, Status
         (Subresource::Eviction, Verb::Create) => eviction(call, &name).await,
         (Subresource::Finalize, Verb::Update) => finalize(call, &name).await,
         (Subresource::Token, Verb::Create) => super::token::create(call, &name).await,
-        _ => Err(Status::method_not_allowed(format!(
-            "{} is not supported on {}/{}",
-            call.verb.as_str(),
-            call.def.plural,
-            sub.name()
-        ))),
+        _ => Err(Status::method_not_supported()),
     }
 }
 

@@ -13,10 +13,7 @@ use serde_json::Value;
 
 pub async fn create(call: &Call<'_>) -> Result<Response, Status> {
     if call.name.is_some() {
-        return Err(Status::method_not_allowed(format!(
-            "POST is not supported on individual {}",
-            call.def.plural
-        )));
+        return Err(Status::method_not_supported());
     }
     let (object, warnings) = body::decode_object(call, body::Kind::Of(&call.def))?;
     let object = to_storage(call, object)?;

@@ -235,3 +235,176 @@ fn idle_and_half_sent_connections_are_closed_and_capped() {
     assert_eq!(code, 200, "{body}");
     assert!(started.elapsed() >= Duration::from_millis(1900));
 }
+
+/// `(code, Status)` of a request as the admin.
+fn ask(cluster: &Cluster, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
+    let (code, text) = cluster.http(method, path, "application/json", body);
+    let value = serde_json::from_str(&text).unwrap_or_else(|_| Value::String(text.clone()));
+    (code, value)
+}
+
+#[test]
+fn paths_parameters_and_fixed_messages_as_kubernetes() {
+    let cluster = Cluster::start();
+    // Every path segment is percent-decoded: names, namespaces, subresources.
+    let (code, role) = ask(
+        &cluster,
+        "GET",
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles/system%3Aaggregate-to-admin",
+        b"",
+    );
+    assert_eq!(code, 200, "{role}");
+    assert_eq!(role["metadata"]["name"], "system:aggregate-to-admin");
+    let (code, account) = ask(
+        &cluster,
+        "GET",
+        "/api/v1/namespaces/%64efault/serviceaccounts/d%65fault",
+        b"",
+    );
+    assert_eq!(code, 200, "{account}");
+    // A malformed escape is refused as Go's server refuses the request line.
+    let (code, text) = cluster.http("GET", "/api/v1/namespaces/%zz", "application/json", b"");
+    assert_eq!((code, text.as_str()), (400, "400 Bad Request"));
+
+    // ListOptions and DeleteOptions, with Kubernetes' codes and words.
+    let cases: &[(&str, &str, u16, &str, &str)] = &[
+        (
+            "GET",
+            "/api/v1/namespaces/default/configmaps?resourceVersion=0&resourceVersionMatch=Exact",
+            422,
+            "Invalid",
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+        ),
+        (
+            "GET",
+            "/api/v1/namespaces/default/configmaps?resourceVersionMatch=NotOlderThan",
+            422,
+            "Invalid",
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ),
+        (
+            "GET",
+            "/api/v1/namespaces/default/configmaps?watch=true&resourceVersionMatch=NotOlderThan",
+            422,
+            "Invalid",
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ),
+        (
+            "GET",
+            "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=abc",
+            400,
+            "BadRequest",
+            "strconv.ParseInt: parsing \"abc\": invalid syntax",
+        ),
+        (
+            "GET",
+            "/api/v1/namespaces/default/configmaps?limit=x",
+            400,
+            "BadRequest",
+            "strconv.ParseInt: parsing \"x\": invalid syntax",
+        ),
+        (
+            "DELETE",
+            "/api/v1/namespaces/default/configmaps/kube-root-ca.crt?orphanDependents=true&propagationPolicy=Foreground",
+            422,
+            "Invalid",
+            "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Invalid value: \"Foreground\": orphanDependents and deletionPropagation cannot be both set",
+        ),
+        (
+            "GET",
+            "/api/v1/namespaces/default/configmaps/x?timeout=abc",
+            400,
+            "BadRequest",
+            "invalid timeout specified in the request URL - time: invalid duration \"abc\"",
+        ),
+        (
+            "GET",
+            "/api/v1/namespaces/default/foos",
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/default/configmaps/x",
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        ),
+        (
+            "PUT",
+            "/api/v1/namespaces/default/configmaps",
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/nowhere/configmaps",
+            404,
+            "NotFound",
+            "namespaces \"nowhere\" not found",
+        ),
+    ];
+    for (method, path, code, reason, message) in cases {
+        let body: &[u8] = if *method == "POST" {
+            br#"{"metadata":{"name":"x"}}"#
+        } else {
+            b""
+        };
+        let (got, status) = ask(&cluster, method, path, body);
+        assert_eq!(
+            (got, status["reason"].as_str(), status["message"].as_str()),
+            (*code, Some(*reason), Some(*message)),
+            "{method} {path}: {status}"
+        );
+    }
+    // The refused delete deleted nothing.
+    assert_eq!(
+        ask(
+            &cluster,
+            "GET",
+            "/api/v1/namespaces/default/configmaps/kube-root-ca.crt",
+            b""
+        )
+        .0,
+        200
+    );
+    // A body over the limit: Kubernetes' 413.
+    let big = vec![b' '; (3 << 20) + 1];
+    let (code, status) = ask(
+        &cluster,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        &big,
+    );
+    assert_eq!(
+        (code, status["reason"].as_str(), status["message"].as_str()),
+        (
+            413,
+            Some("RequestEntityTooLarge"),
+            Some("Request entity too large: limit is 3145728")
+        )
+    );
+    // A watch with a negative timeout ends at once.
+    let started = Instant::now();
+    let (code, text) = cluster.http(
+        "GET",
+        "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=-1",
+        "application/json",
+        b"",
+    );
+    // (the chunked body's last chunk, and no event before it)
+    assert_eq!((code, text.as_str()), (200, "0\r\n\r\n"));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    // A request's own shorter ?timeout= gets the 504.
+    let started = Instant::now();
+    let (code, status) = ask(
+        &cluster,
+        "GET",
+        "/api/v1/namespaces/default/configmaps/x?resourceVersion=999999999&timeout=500ms",
+        b"",
+    );
+    assert_eq!((code, status["reason"].as_str()), (504, Some("Timeout")));
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
