@@ -175,8 +175,15 @@ impl ApiServer {
             address: advertise_address(&config),
             port: config.port,
         };
+        let external = format!("{}:{}", advertised.address, advertised.port);
+        let issuer_discovery = engine
+            .authenticator
+            .service_accounts
+            .as_ref()
+            .and_then(|tokens| tokens.discovery(&external));
         let routes = Arc::new(Routes {
-            advertised: format!("{}:{}", advertised.address, advertised.port),
+            issuer_discovery,
+            advertised: external,
             openapi: crate::openapi::Published::new(registry.clone()),
             registry,
             store,

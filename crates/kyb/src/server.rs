@@ -97,10 +97,16 @@ pub async fn run(
         tls: kyb_pki::tls::server_config(pki.serving(), pki.ca_pem()).context("configuring TLS")?,
         authenticator: Authenticator {
             tokens,
-            service_accounts: Some(ServiceAccountTokens::new(
-                kyb_pki::jwt::Signer::from_pem(pki.service_account_key_pem())
-                    .context("loading the service-account signing key")?,
-            )),
+            service_accounts: Some(
+                ServiceAccountTokens::new(
+                    kyb_pki::jwt::Signer::from_pem(pki.service_account_key_pem())
+                        .context("loading the service-account signing key")?,
+                )
+                .with_issuers(
+                    args.service_account_issuer.clone(),
+                    args.service_account_jwks_uri.clone(),
+                ),
+            ),
         },
         admission: kyb_apiserver::admission::Chain::default_plugins(),
         auditor: auditor(&args)?,

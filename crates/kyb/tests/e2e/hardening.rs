@@ -408,3 +408,112 @@ fn paths_parameters_and_fixed_messages_as_kubernetes() {
     assert_eq!((code, status["reason"].as_str()), (504, Some("Timeout")));
     assert!(started.elapsed() < Duration::from_secs(2));
 }
+
+#[test]
+fn service_account_issuer_discovery_and_strict_token_checks() {
+    use crate::cluster::Who;
+    use serde_json::json;
+    let issuer = "https://kyb.example/issuer";
+    let cluster = Cluster::start_with(
+        kyb_testkit::temp_dir("issuer").unwrap(),
+        &[
+            "--service-account-issuer",
+            issuer,
+            "--service-account-jwks-uri",
+            "https://kyb.example/keys",
+        ],
+    );
+    let key = std::fs::read_to_string(cluster.dir.path().join("pki/service-account.key")).unwrap();
+    let signer = kyb_pki::jwt::Signer::from_pem(&key).unwrap();
+
+    let (code, head, body) = cluster.http_with_headers(
+        "GET",
+        "/.well-known/openid-configuration",
+        "application/json",
+        b"",
+    );
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/json\r"),
+        "{head}"
+    );
+    assert_eq!(
+        status(&body),
+        json!({
+            "issuer": issuer,
+            "jwks_uri": "https://kyb.example/keys",
+            "response_types_supported": ["id_token"],
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["ES256"],
+        })
+    );
+    let (code, head, body) =
+        cluster.http_with_headers("GET", "/openid/v1/jwks", "application/json", b"");
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/jwk-set+json"),
+        "{head}"
+    );
+    assert_eq!(status(&body), json!({"keys": [signer.jwk()]}));
+    // Readable by service accounts (system:service-account-issuer-discovery), not by
+    // anonymous users.
+    let (code, _, _) = cluster.http_as(Who::Anonymous, "GET", "/openid/v1/jwks", &[], b"");
+    assert_eq!(code, 403);
+    let token = cluster.kubectl_ok(&["create", "token", "default"]);
+    let token = token.trim();
+    let claims = signer.verify(token).unwrap();
+    assert_eq!(
+        (&claims["iss"], &claims["aud"]),
+        (&json!(issuer), &json!([issuer]))
+    );
+    let (code, _, body) = cluster.http_as(
+        Who::Token(token),
+        "GET",
+        "/.well-known/openid-configuration",
+        &[],
+        b"",
+    );
+    assert_eq!(code, 200, "{body}");
+
+    // Forged tokens, signed with the real key: issued in the future, or by another issuer,
+    // are refused; the same claims issued now are not.
+    let (_, account) = ask(
+        &cluster,
+        "GET",
+        "/api/v1/namespaces/default/serviceaccounts/default",
+        b"",
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let forged = |iat: i64, iss: &str| {
+        signer
+            .sign(&json!({
+                "aud": [issuer],
+                "exp": now + 600,
+                "iat": iat,
+                "iss": iss,
+                "kubernetes.io": {
+                    "namespace": "default",
+                    "serviceaccount": {"name": "default", "uid": account["metadata"]["uid"]},
+                },
+                "nbf": now,
+                "sub": "system:serviceaccount:default:default",
+            }))
+            .unwrap()
+    };
+    let answer = |token: &str| {
+        cluster
+            .http_as(Who::Token(token), "GET", "/openid/v1/jwks", &[], b"")
+            .0
+    };
+    assert_eq!(answer(&forged(now, issuer)), 200);
+    assert_eq!(answer(&forged(now + 3600, issuer)), 401);
+    assert_eq!(
+        answer(&forged(now, "https://kubernetes.default.svc.cluster.local")),
+        401
+    );
+}
