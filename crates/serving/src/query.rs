@@ -3,26 +3,31 @@
 use kyb_api::Status;
 use std::collections::HashMap;
 
-/// Decoded query parameters (the last value of a repeated name wins, as Go's Get does
-/// for the first; Kubernetes clients do not repeat them).
+/// Decoded query parameters: every value of each name, in order; [`Query::get`] gives the
+/// first, as Go's `Values.Get` does.
 #[derive(Clone, Debug, Default)]
-pub struct Query(HashMap<String, String>);
+pub struct Query(HashMap<String, Vec<String>>);
 
 impl Query {
     pub fn parse(query: Option<&str>) -> Self {
-        let mut map = HashMap::new();
+        let mut map: HashMap<String, Vec<String>> = HashMap::new();
         for pair in query.unwrap_or_default().split('&') {
             if pair.is_empty() {
                 continue; // kube-rs sends `?&limit=500`
             }
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            map.entry(decode(key)).or_insert_with(|| decode(value));
+            map.entry(decode(key)).or_default().push(decode(value));
         }
         Self(map)
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(String::as_str)
+        self.0.get(key).and_then(|v| v.first()).map(String::as_str)
+    }
+
+    /// Every value given for `key` (a list parameter such as `dryRun`).
+    pub fn all(&self, key: &str) -> &[String] {
+        self.0.get(key).map_or(&[], Vec::as_slice)
     }
 
     /// A non-empty value.

@@ -66,7 +66,7 @@ pub fn options(call: &Call<'_>) -> Result<DeleteOptions, Status> {
     if call.query.get("orphanDependents").is_some() {
         options.orphan_dependents = Some(call.query.flag("orphanDependents"));
     }
-    options.dry_run |= call.query.dry_run()?;
+    options.dry_run |= super::options::dry_run(call)?;
     super::options::validate_delete(options.orphan_dependents, options.propagation.as_deref())?;
     if options.grace_period.is_some_and(|g| g < 0) {
         options.grace_period = Some(0);

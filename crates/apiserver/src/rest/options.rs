@@ -1,12 +1,14 @@
 //! The checks Kubernetes makes of a request's options before serving it, with its codes
 //! and wording: `ListOptions` for lists and watches (`ValidateListOptions`, with the
 //! WatchList feature on as in 1.33) and the `DeleteOptions` combination rules
-//! (`ValidateDeleteOptions`). Malformed numbers are the query decoder's 400s
-//! ([`kyb_serving::Query::number`]).
+//! (`ValidateDeleteOptions`); and of writes, `dryRun`, `fieldValidation` and `fieldManager`
+//! (`ValidateCreateOptions` and its siblings), each refused as a 422 of the verb's options
+//! kind. Malformed numbers are the query decoder's 400s ([`kyb_serving::Query::number`]).
 
+use super::Call;
 use kyb_api::Status;
 use kyb_api::status::Cause;
-use kyb_serving::Query;
+use kyb_serving::{Query, Verb};
 
 /// `field.Forbidden(field, detail)`.
 fn forbidden(field: &str, detail: &str) -> Cause {
@@ -143,6 +145,90 @@ pub fn validate_delete(
     refuse("DeleteOptions", causes)
 }
 
+/// The options object of a write verb, which its refusals name.
+pub fn options_kind(verb: Verb) -> &'static str {
+    match verb {
+        Verb::Update => "UpdateOptions",
+        Verb::Patch => "PatchOptions",
+        Verb::Delete | Verb::DeleteCollection => "DeleteOptions",
+        _ => "CreateOptions",
+    }
+}
+
+/// `dryRun`: every value must be `All` (`ValidateDryRun`).
+pub fn dry_run(call: &Call<'_>) -> Result<bool, Status> {
+    let values = call.query.all("dryRun");
+    if values.iter().any(|v| v != "All") {
+        let listed = serde_json::to_string(values).unwrap_or_default();
+        return Err(Status::invalid(
+            "meta.k8s.io",
+            options_kind(call.verb),
+            "",
+            &[Cause {
+                reason: "FieldValueNotSupported".into(),
+                message: format!("Unsupported value: {listed}: supported values: \"All\""),
+                field: "dryRun".into(),
+            }],
+        ));
+    }
+    Ok(!values.is_empty())
+}
+
+/// `fieldValidation`: `Ignore`, `Warn`, `Strict` or empty (`ValidateFieldValidation`).
+pub fn check_field_validation(call: &Call<'_>) -> Result<(), Status> {
+    match call.query.get("fieldValidation") {
+        None | Some("" | "Ignore" | "Warn" | "Strict") => Ok(()),
+        Some(other) => Err(Status::invalid(
+            "meta.k8s.io",
+            options_kind(call.verb),
+            "",
+            &[not_supported(
+                "fieldValidation",
+                other,
+                &["", "Ignore", "Strict", "Warn"],
+            )],
+        )),
+    }
+}
+
+/// The longest field manager Kubernetes accepts, in bytes.
+const MAX_FIELD_MANAGER: usize = 128;
+
+/// `fieldManager`: at most 128 bytes, printable characters only (`ValidateFieldManager`).
+pub fn check_field_manager(verb: Verb, manager: &str) -> Result<(), Status> {
+    let mut causes = Vec::new();
+    if manager.len() > MAX_FIELD_MANAGER {
+        causes.push(Cause {
+            reason: "FieldValueTooLong".into(),
+            message: format!("Too long: may not be more than {MAX_FIELD_MANAGER} bytes"),
+            field: "fieldManager".into(),
+        });
+    }
+    for (at, c) in manager.char_indices() {
+        if c.is_control() {
+            causes.push(Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!(
+                    "Invalid value: {}: invalid character U+{:04X} (at position {at})",
+                    kyb_apimachinery::gofmt::quote(manager),
+                    u32::from(c)
+                ),
+                field: "fieldManager".into(),
+            });
+        }
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(Status::invalid(
+            "meta.k8s.io",
+            options_kind(verb),
+            "",
+            &causes,
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +280,27 @@ mod tests {
         assert!(list("sendInitialEvents=true", true).is_some_and(|m| {
             m.contains("sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")
         }));
+    }
+
+    #[test]
+    fn field_managers_as_kubernetes_checks_them() {
+        assert!(check_field_manager(Verb::Create, "kubectl").is_ok());
+        assert_eq!(
+            check_field_manager(Verb::Create, &"m".repeat(129))
+                .err()
+                .map(|s| s.message),
+            Some(
+                "CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long: may not be more than 128 bytes"
+                    .to_string()
+            )
+        );
+        assert_eq!(
+            check_field_manager(Verb::Patch, "a\u{7}b").err().map(|s| s.message),
+            Some(
+                "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: \"a\\ab\": invalid character U+0007 (at position 1)"
+                    .to_string()
+            )
+        );
     }
 
     #[test]

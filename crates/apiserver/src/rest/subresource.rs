@@ -327,7 +327,7 @@ fn check_bindable(name: &str, pod: &Value) -> Result<(), Status> {
 /// caller binds the parsed pod.
 async fn bind_in_place(call: &Call<'_>, name: &str, node: &str) -> Result<Option<()>, Status> {
     let key = call.key(name);
-    let dry_run = call.query.dry_run()?;
+    let dry_run = super::options::dry_run(call)?;
     let current = read::read_object(call, name).await?;
     let (mut stored, mut revision) = (current.json.clone(), current.revision);
     drop(current);
@@ -464,7 +464,7 @@ async fn eviction(call: &Call<'_>, name: &str) -> Result<Response, Status> {
         .get("deleteOptions")
         .map(delete::DeleteOptions::from_value)
         .unwrap_or_default();
-    options.dry_run |= call.query.dry_run()?;
+    options.dry_run |= super::options::dry_run(call)?;
     // A conflict means the pod changed under the decision: decide again, unless the
     // eviction stated its own resource version.
     let retry = options.precondition_rv.is_none();

@@ -31,7 +31,7 @@ pub async fn create_object(
     record: bool,
 ) -> Result<Value, Status> {
     strategy::check_namespace(call).await?;
-    let dry_run = call.query.dry_run()?;
+    let dry_run = super::options::dry_run(call)?;
     // Mutating admission sees the defaulted object, before the system fields are set.
     call.storage().strategy.default(&mut object);
     {
@@ -149,7 +149,7 @@ pub async fn guaranteed_update(
     mut transform: impl FnMut(&Value) -> Result<Value, Status>,
 ) -> Result<(Value, bool), Status> {
     let key = call.key(name);
-    let dry_run = call.query.dry_run()?;
+    let dry_run = super::options::dry_run(call)?;
     let (mut current, mut revision) = current(call, name).await?;
     for _ in 0..64 {
         if let Some(rv) = precondition

@@ -340,6 +340,27 @@ fn paths_parameters_and_fixed_messages_as_kubernetes() {
         ),
         (
             "POST",
+            "/api/v1/namespaces/default/configmaps?dryRun=Some",
+            422,
+            "Invalid",
+            "CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"Some\"]: supported values: \"All\"",
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/default/configmaps?fieldValidation=Loud",
+            422,
+            "Invalid",
+            "CreateOptions.meta.k8s.io \"\" is invalid: fieldValidation: Unsupported value: \"Loud\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"",
+        ),
+        (
+            "DELETE",
+            "/api/v1/namespaces/default/configmaps/kube-root-ca.crt?dryRun=All&dryRun=Later",
+            422,
+            "Invalid",
+            "DeleteOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"All\",\"Later\"]: supported values: \"All\"",
+        ),
+        (
+            "POST",
             "/api/v1/namespaces/nowhere/configmaps",
             404,
             "NotFound",
