@@ -5,10 +5,13 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+/// The count of open connections of each client address.
+type OpenConnections = Arc<Mutex<HashMap<IpAddr, usize>>>;
+
 /// Open connections by client address.
 pub(super) struct Clients {
     limit: usize,
-    open: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    open: OpenConnections,
     refusals: RateLimitedLog,
 }
 
@@ -48,7 +51,7 @@ impl Clients {
 }
 
 /// One admitted connection; its address's count goes down when it is dropped.
-pub(super) struct Slot(Option<(IpAddr, Arc<Mutex<HashMap<IpAddr, usize>>>)>);
+pub(super) struct Slot(Option<(IpAddr, OpenConnections)>);
 
 impl Drop for Slot {
     fn drop(&mut self) {
