@@ -1,10 +1,13 @@
-//! Compact JSON Web Tokens signed with ES256 (ECDSA P-256, SHA-256) by the
-//! service-account signing key: what bound service-account tokens are made of.
+//! Compact JSON Web Tokens signed by the service-account signing key: what bound
+//! service-account tokens are made of. As Kubernetes signs them: ES256 (ECDSA P-256,
+//! SHA-256) with an EC key — the key `kyb` generates — and RS256 (RSASSA-PKCS1-v1_5,
+//! SHA-256) with an RSA key (PKCS#8 or PKCS#1 PEM), as a key file from a Kubernetes
+//! cluster may hold.
 //!
 //! Only the signature and the header are handled here; what the claims mean (issuer,
 //! audiences, expiry, the objects a token is bound to) is the API server's business.
 //!
-//! Verification is go-jose's, which Kubernetes uses: the header's `alg` must be ES256, a
+//! Verification is go-jose's, which Kubernetes uses: the header's `alg` must be the key's, a
 //! `crit` header naming anything but `b64` is refused, and the signature is checked as
 //! Go's `ecdsa.Verify` checks it — which accepts either of a signature's two valid `s`
 //! values (no low-S rule), so a token rewritten to (r, n−s) verifies as it does on
@@ -17,7 +20,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::rand::SystemRandom;
 use ring::signature::{
     ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair,
-    UnparsedPublicKey,
+    RSA_PKCS1_2048_8192_SHA256, RSA_PKCS1_SHA256, RsaKeyPair, UnparsedPublicKey,
 };
 use rustls_pki_types::PrivateKeyDer;
 use rustls_pki_types::pem::PemObject;
@@ -47,7 +50,8 @@ const P256_SPKI_PREFIX: [u8; 26] = [
 
 /// Signs and verifies ES256 tokens with one key.
 pub struct Signer {
-    key: EcdsaKeyPair,
+    key: Key,
+    /// The EC public point (uncompressed), or the DER `RSAPublicKey`.
     public: Vec<u8>,
     key_id: String,
     rng: SystemRandom,
@@ -61,19 +65,85 @@ impl std::fmt::Debug for Signer {
     }
 }
 
+/// The private key and the algorithm it signs with.
+enum Key {
+    Es256(EcdsaKeyPair),
+    Rs256(RsaKeyPair),
+}
+
+/// The DER `AlgorithmIdentifier` of `rsaEncryption` (with its NULL parameters).
+const RSA_ALGORITHM: [u8; 15] = [
+    0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01, 0x05, 0x00,
+];
+
+/// A DER tag, length and contents.
+fn der(tag: u8, contents: &[u8]) -> Vec<u8> {
+    let mut out = vec![tag];
+    let len = contents.len();
+    if len < 0x80 {
+        out.push(len as u8);
+    } else {
+        let bytes: Vec<u8> = len
+            .to_be_bytes()
+            .into_iter()
+            .skip_while(|b| *b == 0)
+            .collect();
+        out.push(0x80 | bytes.len() as u8);
+        out.extend(bytes);
+    }
+    out.extend_from_slice(contents);
+    out
+}
+
 impl Signer {
-    /// A signer from a PKCS#8 PEM P-256 private key (the service-account key).
+    /// A signer from a PEM private key: PKCS#8 P-256 (the service-account key `kyb`
+    /// makes) or RSA (PKCS#8 or PKCS#1).
     pub fn from_pem(pem: &str) -> Result<Signer, JwtError> {
-        let der = PrivateKeyDer::from_pem_slice(pem.as_bytes())
+        let der_key = PrivateKeyDer::from_pem_slice(pem.as_bytes())
             .map_err(|e| JwtError::Key(e.to_string()))?;
         let rng = SystemRandom::new();
-        let key =
-            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, der.secret_der(), &rng)
-                .map_err(|e| JwtError::Key(e.to_string()))?;
-        let public = key.public_key().as_ref().to_vec();
-        // The key ID, as Kubernetes computes it: a digest of the DER public key.
-        let mut spki = P256_SPKI_PREFIX.to_vec();
-        spki.extend_from_slice(&public);
+        let key = match &der_key {
+            PrivateKeyDer::Pkcs8(pkcs8) => {
+                match EcdsaKeyPair::from_pkcs8(
+                    &ECDSA_P256_SHA256_FIXED_SIGNING,
+                    pkcs8.secret_pkcs8_der(),
+                    &rng,
+                ) {
+                    Ok(key) => Key::Es256(key),
+                    Err(ec) => Key::Rs256(
+                        RsaKeyPair::from_pkcs8(pkcs8.secret_pkcs8_der())
+                            .map_err(|rsa| JwtError::Key(format!("{ec}; as RSA: {rsa}")))?,
+                    ),
+                }
+            }
+            PrivateKeyDer::Pkcs1(pkcs1) => Key::Rs256(
+                RsaKeyPair::from_der(pkcs1.secret_pkcs1_der())
+                    .map_err(|e| JwtError::Key(e.to_string()))?,
+            ),
+            _ => {
+                return Err(JwtError::Key(
+                    "expected a PKCS#8 P-256 or an RSA private key".into(),
+                ));
+            }
+        };
+        // The key ID, as Kubernetes computes it: a digest of the DER public key
+        // (`SubjectPublicKeyInfo`).
+        let (public, spki) = match &key {
+            Key::Es256(key) => {
+                let public = key.public_key().as_ref().to_vec();
+                let mut spki = P256_SPKI_PREFIX.to_vec();
+                spki.extend_from_slice(&public);
+                (public, spki)
+            }
+            Key::Rs256(key) => {
+                let public = key.public().as_ref().to_vec();
+                let mut bits = vec![0u8];
+                bits.extend_from_slice(&public);
+                let mut contents = RSA_ALGORITHM.to_vec();
+                contents.extend(der(0x03, &bits));
+                (public, der(0x30, &contents))
+            }
+        };
         let digest = ring::digest::digest(&ring::digest::SHA256, &spki);
         let key_id = URL_SAFE_NO_PAD.encode(digest.as_ref());
         Ok(Signer {
@@ -84,6 +154,14 @@ impl Signer {
         })
     }
 
+    /// The JWS algorithm of the tokens: `ES256` or `RS256`.
+    pub fn algorithm(&self) -> &'static str {
+        match self.key {
+            Key::Es256(_) => "ES256",
+            Key::Rs256(_) => "RS256",
+        }
+    }
+
     /// The `kid` of the tokens this signer makes.
     pub fn key_id(&self) -> &str {
         &self.key_id
@@ -91,6 +169,17 @@ impl Signer {
 
     /// The public key as a JSON Web Key, as Kubernetes publishes it in `/openid/v1/jwks`.
     pub fn jwk(&self) -> Value {
+        if let Key::Rs256(key) = &self.key {
+            let components = ring::rsa::PublicKeyComponents::<Vec<u8>>::from(key.public());
+            return json!({
+                "use": "sig",
+                "kty": "RSA",
+                "kid": self.key_id,
+                "alg": "RS256",
+                "n": URL_SAFE_NO_PAD.encode(&components.n),
+                "e": URL_SAFE_NO_PAD.encode(&components.e),
+            });
+        }
         // The uncompressed point: 0x04, then the coordinates.
         let (x, y) = self
             .public
@@ -110,21 +199,33 @@ impl Signer {
 
     /// A signed token carrying `claims`.
     pub fn sign(&self, claims: &Value) -> Result<String, JwtError> {
-        let header = json!({"alg": "ES256", "kid": self.key_id});
+        let header = json!({"alg": self.algorithm(), "kid": self.key_id});
         let encode = |v: &Value| {
             serde_json::to_vec(v)
                 .map(|bytes| URL_SAFE_NO_PAD.encode(bytes))
                 .map_err(|_| JwtError::Malformed)
         };
         let signing_input = format!("{}.{}", encode(&header)?, encode(claims)?);
-        let signature = self
-            .key
-            .sign(&self.rng, signing_input.as_bytes())
-            .map_err(|e| JwtError::Key(e.to_string()))?;
+        let signature = self.signature(signing_input.as_bytes())?;
         Ok(format!(
             "{signing_input}.{}",
-            URL_SAFE_NO_PAD.encode(signature.as_ref())
+            URL_SAFE_NO_PAD.encode(signature)
         ))
+    }
+
+    fn signature(&self, input: &[u8]) -> Result<Vec<u8>, JwtError> {
+        match &self.key {
+            Key::Es256(key) => key
+                .sign(&self.rng, input)
+                .map(|s| s.as_ref().to_vec())
+                .map_err(|e| JwtError::Key(e.to_string())),
+            Key::Rs256(key) => {
+                let mut signature = vec![0u8; key.public().modulus_len()];
+                key.sign(&RSA_PKCS1_SHA256, &self.rng, input, &mut signature)
+                    .map_err(|e| JwtError::Key(e.to_string()))?;
+                Ok(signature)
+            }
+        }
     }
 
     /// The claims of a token this key signed; any other token is refused.
@@ -145,7 +246,7 @@ impl Signer {
         if !header.is_object() {
             return Err(JwtError::Malformed);
         }
-        if header.get("alg").and_then(Value::as_str) != Some("ES256") {
+        if header.get("alg").and_then(Value::as_str) != Some(self.algorithm()) {
             return Err(JwtError::Algorithm);
         }
         if let Some(critical) = header.get("crit") {
@@ -161,9 +262,13 @@ impl Signer {
         }
         let signature = decode(signature)?;
         let signed = &token[..header_and_claims_len(token)];
-        UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &self.public)
-            .verify(signed.as_bytes(), &signature)
-            .map_err(|_| JwtError::Signature)?;
+        let verified = match self.key {
+            Key::Es256(_) => UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &self.public)
+                .verify(signed.as_bytes(), &signature),
+            Key::Rs256(_) => UnparsedPublicKey::new(&RSA_PKCS1_2048_8192_SHA256, &self.public)
+                .verify(signed.as_bytes(), &signature),
+        };
+        verified.map_err(|_| JwtError::Signature)?;
         serde_json::from_slice(&decode(claims)?).map_err(|_| JwtError::Malformed)
     }
 }
@@ -204,8 +309,8 @@ mod tests {
             URL_SAFE_NO_PAD.encode(header),
             URL_SAFE_NO_PAD.encode(claims)
         );
-        let signature = signer.key.sign(&signer.rng, input.as_bytes()).unwrap();
-        format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))
+        let signature = signer.signature(input.as_bytes()).unwrap();
+        format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature))
     }
 
     #[test]
@@ -315,6 +420,45 @@ mod tests {
         let y = URL_SAFE_NO_PAD.decode(jwk["y"].as_str().unwrap()).unwrap();
         assert_eq!((x.len(), y.len()), (32, 32));
         assert_eq!([&[4u8][..], &x, &y].concat(), signer.public);
+    }
+
+    /// A 2048-bit RSA test key, in PKCS#8 and PKCS#1 PEM, and its key ID as computed by
+    /// `openssl pkey -pubout -outform DER | openssl dgst -sha256 -binary | base64url`.
+    const RSA_PKCS8: &str = include_str!("../testdata/rsa-pkcs8.pem");
+    const RSA_PKCS1: &str = include_str!("../testdata/rsa-pkcs1.pem");
+    const RSA_KEY_ID: &str = "h7RA7jdoZRwqbSbpcsxpbVWFSQzvJH8YqucwGqLGyXI";
+
+    #[test]
+    fn rsa_keys_sign_rs256_as_kubernetes_does() {
+        let signer = Signer::from_pem(RSA_PKCS8).unwrap();
+        let pkcs1 = Signer::from_pem(RSA_PKCS1).unwrap();
+        assert_eq!((signer.key_id(), pkcs1.key_id()), (RSA_KEY_ID, RSA_KEY_ID));
+        assert_eq!(signer.algorithm(), "RS256");
+        let token = signer.sign(&json!({"sub": "x"})).unwrap();
+        let header = token.split('.').next().unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&URL_SAFE_NO_PAD.decode(header).unwrap()).unwrap(),
+            json!({"alg": "RS256", "kid": RSA_KEY_ID})
+        );
+        assert_eq!(pkcs1.verify(&token).unwrap(), json!({"sub": "x"}));
+        // An ES256 header on an RSA-signed token is refused.
+        let es256 = with_header(&signer, r#"{"alg":"ES256"}"#, r#"{"sub":"x"}"#);
+        assert_eq!(signer.verify(&es256), Err(JwtError::Algorithm));
+        let (input, _) = token.rsplit_once('.').unwrap();
+        let forged = format!("{input}.{}", URL_SAFE_NO_PAD.encode([0u8; 256]));
+        assert_eq!(signer.verify(&forged), Err(JwtError::Signature));
+        let jwk = signer.jwk();
+        assert_eq!(
+            (jwk["kty"].as_str(), jwk["alg"].as_str(), jwk["e"].as_str()),
+            (Some("RSA"), Some("RS256"), Some("AQAB"))
+        );
+        assert_eq!(
+            URL_SAFE_NO_PAD
+                .decode(jwk["n"].as_str().unwrap())
+                .unwrap()
+                .len(),
+            256
+        );
     }
 
     #[test]

@@ -110,7 +110,7 @@ impl ServiceAccountTokens {
                 "jwks_uri": jwks_uri,
                 "response_types_supported": ["id_token"],
                 "subject_types_supported": ["public"],
-                "id_token_signing_alg_values_supported": ["ES256"],
+                "id_token_signing_alg_values_supported": [self.signer.algorithm()],
             }),
             jwks: json!({"keys": [self.signer.jwk()]}),
         })
