@@ -3,7 +3,7 @@
 //! cannot hold more than its share of connections; slow requests get 504 Timeout; every
 //! path segment is percent-decoded; bad query parameters get Kubernetes' codes and words.
 
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, DEADLINE};
 use serde_json::Value;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, TcpStream};
@@ -14,7 +14,8 @@ fn status(body: &str) -> Value {
 }
 
 /// A TCP connection to the server from another loopback address (the server counts
-/// connections per client address).
+/// connections per client address), reads timing out after 200 ms so that waits can look
+/// at the clock.
 fn connect_from(runtime: &tokio::runtime::Runtime, source: Ipv4Addr, port: u16) -> TcpStream {
     let stream = runtime
         .block_on(async {
@@ -26,6 +27,9 @@ fn connect_from(runtime: &tokio::runtime::Runtime, source: Ipv4Addr, port: u16) 
         .into_std()
         .unwrap();
     stream.set_nonblocking(false).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
     stream
 }
 
@@ -64,6 +68,14 @@ fn closed_within(read: &mut dyn Read, since: Instant, deadline: Duration) -> Opt
         }
     }
     None
+}
+
+/// Asserts that the server closes the connection no sooner than `at_least` after `since`,
+/// and within 15 s.
+fn assert_closed(read: &mut dyn Read, since: Instant, at_least: Duration, what: &str) {
+    let closed = closed_within(read, since, Duration::from_secs(15))
+        .unwrap_or_else(|| panic!("{what} stayed open"));
+    assert!(closed >= at_least, "{what} closed after {closed:?}");
 }
 
 /// The admin's GET, timed.
@@ -115,9 +127,6 @@ fn idle_and_half_sent_connections_are_closed_and_capped() {
         .map(|_| connect_from(&runtime, flooder, cluster.port))
         .collect();
     for stream in &mut refused {
-        stream
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
         let closed = closed_within(stream, refused_at, Duration::from_secs(3));
         assert!(closed.is_some(), "a connection over the cap was kept open");
     }
@@ -142,14 +151,15 @@ fn idle_and_half_sent_connections_are_closed_and_capped() {
                 other,
                 b"GET /version HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
             );
-            stream
-                .sock
-                .set_read_timeout(Some(Duration::from_millis(500)))
-                .unwrap();
             // The response arrives; the connection then stays open, idle.
+            stream.sock.set_read_timeout(Some(DEADLINE)).unwrap();
             let mut head = [0u8; 12];
             stream.read_exact(&mut head).unwrap();
             assert_eq!(&head, b"HTTP/1.1 200");
+            stream
+                .sock
+                .set_read_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
             stream
         })
         .collect();
@@ -161,39 +171,29 @@ fn idle_and_half_sent_connections_are_closed_and_capped() {
     }
     // Every half-sent connection is closed after the read-header timeout (3 s), not
     // before; the idle ones after the idle timeout (4 s).
+    let half_sent = Duration::from_millis(2900);
     for stream in &mut raw {
-        stream
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        let closed = closed_within(stream, opened, Duration::from_secs(15))
-            .expect("a silent or half-handshaken connection stayed open");
-        assert!(
-            closed >= Duration::from_millis(2900),
-            "closed after {closed:?}"
+        assert_closed(
+            stream,
+            opened,
+            half_sent,
+            "a silent or half-handshaken connection",
         );
     }
     for stream in &mut partial {
-        stream
-            .sock
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        let closed = closed_within(stream, opened, Duration::from_secs(15))
-            .expect("a connection with unfinished headers stayed open");
-        assert!(
-            closed >= Duration::from_millis(2900),
-            "closed after {closed:?}"
+        assert_closed(
+            stream,
+            opened,
+            half_sent,
+            "a connection with unfinished headers",
         );
     }
     for stream in &mut idle {
-        stream
-            .sock
-            .set_read_timeout(Some(Duration::from_millis(200)))
-            .unwrap();
-        let closed = closed_within(stream, idle_started, Duration::from_secs(15))
-            .expect("an idle connection stayed open");
-        assert!(
-            closed >= Duration::from_millis(3500),
-            "closed after {closed:?}"
+        assert_closed(
+            stream,
+            idle_started,
+            Duration::from_millis(3500),
+            "an idle connection",
         );
     }
     // The address's connections are gone, so it may connect again.
