@@ -36,14 +36,12 @@ pub enum FieldValidation {
 }
 
 pub fn field_validation(call: &Call<'_>) -> Result<FieldValidation, Status> {
-    match call.query.value("fieldValidation") {
-        None | Some("Warn") => Ok(FieldValidation::Warn),
-        Some("Ignore") => Ok(FieldValidation::Ignore),
-        Some("Strict") => Ok(FieldValidation::Strict),
-        Some(other) => Err(Status::bad_request(format!(
-            "fieldValidation parameter unsupported: {other:?}; supported values: Ignore, Warn, Strict"
-        ))),
-    }
+    super::options::check_field_validation(call)?;
+    Ok(match call.query.value("fieldValidation") {
+        Some("Ignore") => FieldValidation::Ignore,
+        Some("Strict") => FieldValidation::Strict,
+        _ => FieldValidation::Warn,
+    })
 }
 
 /// The body parsed to JSON, whatever its format (patches excluded).

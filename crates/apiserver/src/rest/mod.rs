@@ -11,6 +11,7 @@
 mod body;
 mod delete;
 mod managed;
+mod options;
 mod patch;
 mod present;
 mod read;
@@ -85,7 +86,7 @@ impl<'a> Call<'a> {
     pub fn name(&self) -> Result<&str, Status> {
         self.name
             .as_deref()
-            .ok_or_else(|| Status::method_not_allowed("a resource name is required"))
+            .ok_or_else(Status::method_not_supported)
     }
 
     pub fn not_found(&self, name: &str) -> Status {
@@ -272,11 +273,7 @@ async fn dispatch(call: &Call<'_>) -> Result<Response, Status> {
     if call.def.is_virtual() {
         return match (call.verb, call.subresource) {
             (Verb::Create, None) => review::create(call).await,
-            _ => Err(Status::method_not_allowed(format!(
-                "{} is not supported on {}",
-                call.verb.as_str(),
-                call.def.plural
-            ))),
+            _ => Err(Status::method_not_supported()),
         };
     }
     match (call.verb, call.subresource) {

@@ -67,12 +67,7 @@ pub async fn serve(call: &Call<'_>, sub: Subresource) -> Result<Response, Status
         (Subresource::Eviction, Verb::Create) => eviction(call, &name).await,
         (Subresource::Finalize, Verb::Update) => finalize(call, &name).await,
         (Subresource::Token, Verb::Create) => super::token::create(call, &name).await,
-        _ => Err(Status::method_not_allowed(format!(
-            "{} is not supported on {}/{}",
-            call.verb.as_str(),
-            call.def.plural,
-            sub.name()
-        ))),
+        _ => Err(Status::method_not_supported()),
     }
 }
 
@@ -367,7 +362,7 @@ fn check_bindable(name: &str, pod: &Value) -> Result<(), Status> {
 /// caller binds the parsed pod.
 async fn bind_in_place(call: &Call<'_>, name: &str, node: &str) -> Result<Option<()>, Status> {
     let key = call.key(name);
-    let dry_run = call.query.dry_run()?;
+    let dry_run = super::options::dry_run(call)?;
     let current = read::read_object(call, name).await?;
     let (mut stored, mut revision) = (current.json.clone(), current.revision);
     drop(current);
@@ -504,7 +499,7 @@ async fn eviction(call: &Call<'_>, name: &str) -> Result<Response, Status> {
         .get("deleteOptions")
         .map(delete::DeleteOptions::from_value)
         .unwrap_or_default();
-    options.dry_run |= call.query.dry_run()?;
+    options.dry_run |= super::options::dry_run(call)?;
     // A conflict means the pod changed under the decision: decide again, unless the
     // eviction stated its own resource version.
     let retry = options.precondition_rv.is_none();

@@ -3,7 +3,7 @@
 //! Node that must exist (with the UID given, if any).
 
 use super::{Call, body};
-use crate::auth::{BoundObject, DEFAULT_EXPIRATION, ISSUER, MIN_EXPIRATION, TokenSpec};
+use crate::auth::{BoundObject, DEFAULT_EXPIRATION, MIN_EXPIRATION, TokenSpec};
 use crate::response::Response;
 use crate::util;
 use http::StatusCode;
@@ -81,7 +81,7 @@ pub async fn create(call: &Call<'_>, name: &str) -> Result<Response, Status> {
         })
         .unwrap_or_default();
     if audiences.is_empty() {
-        audiences.push(ISSUER.to_string());
+        audiences = call.engine.authenticator.api_audiences();
     }
     let (bound, node) = match spec.get("boundObjectRef").filter(|r| r.is_object()) {
         None => (None, None),

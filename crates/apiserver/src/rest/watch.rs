@@ -37,24 +37,13 @@ pub async fn watch(call: &Call<'_>) -> Result<Response, Status> {
     }
     let prefix = call.def.list_prefix(filter.namespace.as_deref());
     let resource_version = call.query.get("resourceVersion").filter(|v| !v.is_empty());
+    super::options::validate_list(&call.query, true)?;
     let initial_events = call.query.flag("sendInitialEvents");
     let bookmarks = call.query.flag("allowWatchBookmarks");
-    if initial_events
-        && (call.query.value("resourceVersionMatch") != Some("NotOlderThan") || !bookmarks)
-    {
-        return Err(Status::invalid(
-            "meta.k8s.io",
-            "ListOptions",
-            "",
-            &[kyb_api::status::Cause {
-                reason: "FieldValueForbidden".into(),
-                message: "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan and allowWatchBookmarks".into(),
-                field: "sendInitialEvents".into(),
-            }],
-        ));
-    }
     let timeout = match call.query.number("timeoutSeconds")? {
         Some(seconds) if seconds > 0 => Duration::from_secs(seconds.unsigned_abs()),
+        // A negative timeout ends the watch at once, as Go's timer does.
+        Some(seconds) if seconds < 0 => Duration::ZERO,
         // Kubernetes spreads unbounded watches over 30 to 60 minutes.
         _ => Duration::from_secs(1800 + fastrand::u64(..1800)),
     };
@@ -123,6 +112,9 @@ impl Stream {
         bookmarks: bool,
         timeout: Duration,
     ) {
+        if timeout.is_zero() {
+            return;
+        }
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
         for event in std::mem::take(&mut subscription.initial) {

@@ -18,6 +18,7 @@ mod controller_manager;
 mod events;
 mod evictions;
 mod garbage_collection;
+mod hardening;
 mod http;
 mod kubectl;
 mod kubelet;
