@@ -116,16 +116,6 @@ impl Status {
         Self::new(413, "RequestEntityTooLarge", message)
     }
 
-    pub fn unsupported_media_type(content_type: &str) -> Self {
-        Self::new(
-            415,
-            "UnsupportedMediaType",
-            format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"
-            ),
-        )
-    }
-
     /// `<Kind>.<group> "<name>" is invalid: <causes>`.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: &[Cause]) -> Self {
         let summary = match causes {

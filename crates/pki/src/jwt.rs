@@ -7,11 +7,12 @@
 //! Only the signature and the header are handled here; what the claims mean (issuer,
 //! audiences, expiry, the objects a token is bound to) is the API server's business.
 //!
-//! Verification is go-jose's, which Kubernetes uses: the header's `alg` must be the key's, a
-//! `crit` header naming anything but `b64` is refused, and the signature is checked as
-//! Go's `ecdsa.Verify` checks it — which accepts either of a signature's two valid `s`
-//! values (no low-S rule), so a token rewritten to (r, n−s) verifies as it does on
-//! Kubernetes. The key ID is Kubernetes' (`keyIDFromPublicKey`): the unpadded URL-safe
+//! Verification is go-jose's, which Kubernetes uses (the header's `alg` must be the key's, a
+//! `crit` header naming anything but `b64` is refused), and stricter in one point: an ES256
+//! signature must be low-S. Go's `ecdsa.Verify` accepts either of a signature's two valid
+//! `s` values, so a token rewritten to (r, n−s) would be a second, different token with
+//! the same claims; here signatures are made low-S and only those verify, which makes a
+//! token's bytes its only form (RSA signatures have one form already). The key ID is Kubernetes' (`keyIDFromPublicKey`): the unpadded URL-safe
 //! base64 of the SHA-256 of the public key's DER `SubjectPublicKeyInfo`; [`Signer::jwk`]
 //! is the key as `/openid/v1/jwks` publishes it.
 
@@ -217,7 +218,7 @@ impl Signer {
         match &self.key {
             Key::Es256(key) => key
                 .sign(&self.rng, input)
-                .map(|s| s.as_ref().to_vec())
+                .map(|s| low_s(s.as_ref().to_vec()))
                 .map_err(|e| JwtError::Key(e.to_string())),
             Key::Rs256(key) => {
                 let mut signature = vec![0u8; key.public().modulus_len()];
@@ -263,6 +264,9 @@ impl Signer {
         let signature = decode(signature)?;
         let signed = &token[..header_and_claims_len(token)];
         let verified = match self.key {
+            Key::Es256(_) if signature.len() == 64 && is_high_s(&signature[32..]) => {
+                return Err(JwtError::Signature);
+            }
             Key::Es256(_) => UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &self.public)
                 .verify(signed.as_bytes(), &signature),
             Key::Rs256(_) => UnparsedPublicKey::new(&RSA_PKCS1_2048_8192_SHA256, &self.public)
@@ -271,6 +275,50 @@ impl Signer {
         verified.map_err(|_| JwtError::Signature)?;
         serde_json::from_slice(&decode(claims)?).map_err(|_| JwtError::Malformed)
     }
+}
+
+/// The order n of the P-256 group, big-endian.
+const P256_ORDER: [u8; 32] = [
+    0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xbc, 0xe6, 0xfa, 0xad, 0xa7, 0x17, 0x9e, 0x84, 0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63, 0x25, 0x51,
+];
+
+/// ⌊n/2⌋ of P-256, big-endian: the largest low `s`.
+const P256_HALF_ORDER: [u8; 32] = [
+    0x7f, 0xff, 0xff, 0xff, 0x80, 0x00, 0x00, 0x00, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+    0xde, 0x73, 0x7d, 0x56, 0xd3, 0x8b, 0xcf, 0x42, 0x79, 0xdc, 0xe5, 0x61, 0x7e, 0x31, 0x92, 0xa8,
+];
+
+/// Whether a fixed-width (32-byte, big-endian) `s` is above n/2.
+fn is_high_s(s: &[u8]) -> bool {
+    s > P256_HALF_ORDER.as_slice()
+}
+
+/// n − s, for a fixed-width `s` below n (big-endian subtraction).
+fn negate_s(s: &[u8]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    let mut borrow = 0u16;
+    for i in (0..32).rev() {
+        let subtrahend = u16::from(s.get(i).copied().unwrap_or(0)) + borrow;
+        let minuend = u16::from(P256_ORDER[i]);
+        let (digit, next) = if minuend >= subtrahend {
+            (minuend - subtrahend, 0)
+        } else {
+            (minuend + 256 - subtrahend, 1)
+        };
+        out[i] = u8::try_from(digit).unwrap_or(0);
+        borrow = next;
+    }
+    out
+}
+
+/// A fixed-width ES256 signature (r ‖ s) with its low-S form.
+fn low_s(mut signature: Vec<u8>) -> Vec<u8> {
+    if signature.len() == 64 && is_high_s(&signature[32..]) {
+        let negated = negate_s(&signature[32..]);
+        signature[32..].copy_from_slice(&negated);
+    }
+    signature
 }
 
 /// The length of `header.claims`, the part a signature covers.
@@ -355,45 +403,41 @@ mod tests {
         );
     }
 
-    /// The P-256 group order.
-    const N: [u8; 32] = [
-        0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-        0xff, 0xbc, 0xe6, 0xfa, 0xad, 0xa7, 0x17, 0x9e, 0x84, 0xf3, 0xb9, 0xca, 0xc2, 0xfc, 0x63,
-        0x25, 0x51,
-    ];
-
-    /// n − s, big-endian.
-    fn negate(s: &[u8]) -> Vec<u8> {
-        let mut out = vec![0u8; 32];
-        let mut borrow = 0i16;
-        for i in (0..32).rev() {
-            let mut d = i16::from(N[i]) - i16::from(s[i]) - borrow;
-            borrow = 0;
-            if d < 0 {
-                d += 256;
-                borrow = 1;
-            }
-            out[i] = d as u8;
+    #[test]
+    fn signatures_are_low_s_and_the_other_s_is_refused() {
+        let signer = signer();
+        for i in 0..32 {
+            let token = signer.sign(&json!({"sub": "x", "i": i})).unwrap();
+            let (input, signature) = token.rsplit_once('.').unwrap();
+            let signature = URL_SAFE_NO_PAD.decode(signature).unwrap();
+            assert!(!is_high_s(&signature[32..]), "token {i} has a high s");
+            assert_eq!(signer.verify(&token).unwrap()["i"], i);
+            // (r, n−s) is as valid to ECDSA, and refused.
+            let mut other = signature[..32].to_vec();
+            other.extend(negate_s(&signature[32..]));
+            assert_ne!(other, signature);
+            assert!(is_high_s(&other[32..]));
+            let rewritten = format!("{input}.{}", URL_SAFE_NO_PAD.encode(&other));
+            assert_eq!(signer.verify(&rewritten), Err(JwtError::Signature));
         }
-        out
     }
 
     #[test]
-    fn the_other_s_verifies_as_go_ecdsa_verify_lets_it() {
-        let signer = signer();
-        let token = signer.sign(&json!({"sub": "x"})).unwrap();
-        let (input, signature) = token.rsplit_once('.').unwrap();
-        let signature = URL_SAFE_NO_PAD.decode(signature).unwrap();
-        let mut other = signature[..32].to_vec();
-        other.extend(negate(&signature[32..]));
-        assert_ne!(other, signature);
-        let rewritten = format!("{input}.{}", URL_SAFE_NO_PAD.encode(&other));
-        assert_eq!(signer.verify(&rewritten).unwrap(), json!({"sub": "x"}));
-        // Anything else in place of s does not.
-        let mut wrong = other.clone();
-        wrong[63] ^= 1;
-        let wrong = format!("{input}.{}", URL_SAFE_NO_PAD.encode(&wrong));
-        assert_eq!(signer.verify(&wrong), Err(JwtError::Signature));
+    fn negation_in_the_group_order() {
+        let one = {
+            let mut s = [0u8; 32];
+            s[31] = 1;
+            s
+        };
+        let mut n_minus_one = P256_ORDER;
+        n_minus_one[31] -= 1;
+        assert_eq!(negate_s(&one), n_minus_one);
+        assert_eq!(negate_s(&n_minus_one), one);
+        assert!(!is_high_s(&P256_HALF_ORDER));
+        let mut above = P256_HALF_ORDER;
+        above[31] += 1;
+        assert!(is_high_s(&above));
+        assert_eq!(negate_s(&above), P256_HALF_ORDER);
     }
 
     #[test]
