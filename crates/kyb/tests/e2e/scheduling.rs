@@ -454,7 +454,8 @@ fn a_standby_scheduler_takes_over_when_the_leader_dies() {
          leaderElection:\n  leaderElect: true\n  resourceName: ha-scheduler\n  leaseDuration: 3s\n  renewDeadline: 2s\n  retryPeriod: 250ms\n\
          profiles:\n- schedulerName: ha-scheduler\n",
     );
-    let kubeconfig = cluster.dir.path().join("components/scheduler.kubeconfig");
+    // As the admin: system:kube-scheduler may read and renew only the `kube-scheduler` lease.
+    let kubeconfig = cluster.kubeconfig();
     let spawn = || {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kyb"));
         command
