@@ -8,7 +8,9 @@
 //!    anonymous; a refused credential goes to the audited `401`
 //! 4. audit — the record, at the level the policy gives this user and request
 //! 5. impersonation — `Impersonate-*` headers, if the user may
-//! 6. in-flight limit — `429` past `max_requests_in_flight` (watches and non-resource
+//! 6. priority and fairness — each request classified by the FlowSchemas and queued fairly
+//!    for a seat of its priority level, `429` when its queue is full (`flowcontrol`); or,
+//!    with it off, the max-in-flight limits (`429` past them; watches and non-resource
 //!    requests not counted)
 //! 7. authorization — `system:masters`, the Node authorizer, RBAC; refused is `403`
 //! 8. body limit — `413` for a body over `max_body_bytes`, declared or streamed
@@ -31,8 +33,8 @@ use crate::router::{Connectors, Router};
 use crate::routes::Routes;
 use http::Request;
 use kyb_serving::filters::{
-    Authentication, Authorization, BodyLimit, InFlightLimit, ResolveRequestInfo, Unauthorized,
-    filter,
+    Authentication, Authorization, BodyLimit, InFlightLimit, PriorityAndFairness,
+    ResolveRequestInfo, Unauthorized, filter,
 };
 use kyb_serving::{Body, RequestInfo};
 use kyb_storage::Store;
@@ -54,8 +56,14 @@ pub struct Config {
     /// The range ClusterIPs come from; its first address is the `kubernetes` service's.
     pub service_cidr: (Ipv4Addr, u8),
     pub node_ports: (u16, u16),
-    /// Requests served at once (watches excluded) before answering 429.
+    /// Read-only requests served at once (watches excluded) before answering 429, with
+    /// priority and fairness off; with it on, part of the server's concurrency limit.
     pub max_requests_in_flight: usize,
+    /// Mutating requests served at once, likewise.
+    pub max_mutating_requests_in_flight: usize,
+    /// API Priority and Fairness (`--enable-priority-and-fairness`); off, the
+    /// max-in-flight limits apply.
+    pub priority_and_fairness: bool,
     /// Larger request bodies get 413.
     pub max_body_bytes: usize,
     /// Checks kept by others (the process's supervised components, its shutdown), reported
@@ -71,12 +79,18 @@ impl Default for Config {
             advertise_address: None,
             service_cidr: (Ipv4Addr::new(10, 43, 0, 0), 16),
             node_ports: (30000, 32767),
-            max_requests_in_flight: 600,
+            max_requests_in_flight: 400,
+            max_mutating_requests_in_flight: 200,
+            priority_and_fairness: true,
             max_body_bytes: 3 << 20,
             health: kyb_component::Health::default(),
         }
     }
 }
+
+/// The longest a request waits in a priority level's queue: a quarter of Kubernetes'
+/// default request timeout (one minute), as kube-apiserver sets it.
+const QUEUE_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// Why the API server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -116,6 +130,7 @@ pub struct ApiServer {
     routes: Arc<Routes>,
     connectors: Arc<Connectors>,
     auditor: Option<Arc<Auditor>>,
+    flow_control: Arc<crate::flowcontrol::FlowControl>,
     config: Config,
     advertised: Advertised,
     /// `None` for a server driven in process, through [`ApiServer::stack`] alone.
@@ -167,6 +182,10 @@ impl ApiServer {
             address: advertise_address(&config),
             port: config.port,
         };
+        let flow_control = crate::flowcontrol::FlowControl::start(
+            &engine.cache,
+            config.max_requests_in_flight + config.max_mutating_requests_in_flight,
+        );
         let routes = Arc::new(Routes {
             advertised: format!("{}:{}", advertised.address, advertised.port),
             openapi: crate::openapi::Published::new(registry.clone()),
@@ -180,6 +199,7 @@ impl ApiServer {
             routes,
             connectors: Arc::new(Connectors::default()),
             auditor: security.auditor,
+            flow_control,
             config,
             advertised,
             listener: None,
@@ -243,9 +263,22 @@ impl ApiServer {
             )))
             .layer(audit)
             .layer(filter(Impersonation::new(engine.authorizer.clone())))
-            .layer(filter(InFlightLimit::new(
-                self.config.max_requests_in_flight,
-            )))
+            .layer(tower::util::option_layer(
+                self.config.priority_and_fairness.then(|| {
+                    filter(PriorityAndFairness::new(
+                        self.flow_control.clone(),
+                        QUEUE_WAIT_LIMIT,
+                    ))
+                }),
+            ))
+            .layer(tower::util::option_layer(
+                (!self.config.priority_and_fairness).then(|| {
+                    filter(InFlightLimit::new(
+                        self.config.max_requests_in_flight,
+                        self.config.max_mutating_requests_in_flight,
+                    ))
+                }),
+            ))
             .layer(filter(Authorization::new(engine.authorizer.clone())))
             .layer(filter(BodyLimit::new(self.config.max_body_bytes)))
             .service(router);

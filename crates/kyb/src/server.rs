@@ -72,6 +72,8 @@ pub async fn run(
         bind_address: args.bind_address,
         port: args.port,
         max_requests_in_flight: args.max_requests_inflight.max(1),
+        max_mutating_requests_in_flight: args.max_mutating_requests_inflight.max(1),
+        priority_and_fairness: args.enable_priority_and_fairness,
         health: health.clone(),
         ..Config::default()
     };

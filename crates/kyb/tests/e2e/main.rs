@@ -16,6 +16,7 @@ mod components;
 mod controller_manager;
 mod events;
 mod evictions;
+mod flowcontrol;
 mod garbage_collection;
 mod http;
 mod kubectl;
