@@ -3,13 +3,14 @@
 //!
 //! Usage: `kyb-bench storage [--quick] [--embedded-only]`, `kyb-bench apiserver [--quick]`,
 //! `kyb-bench scheduler [--quick] [--workload a|b|c]…`,
-//! `kyb-bench controllers [--quick]`
+//! `kyb-bench controllers [--quick]`, `kyb-bench apf [--quick]`
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod apiserver;
 mod controllers;
+mod flowcontrol;
 mod http;
 mod scheduler;
 mod stats;
@@ -25,6 +26,7 @@ fn main() -> anyhow::Result<()> {
         Some("storage") => storage::run(quick, args.iter().any(|a| a == "--embedded-only")),
         Some("apiserver") => apiserver::run(quick),
         Some("controllers") => controllers::run(quick),
+        Some("apf") => flowcontrol::run(quick),
         Some("scheduler") => {
             let chosen: Vec<&str> = args
                 .windows(2)
@@ -34,7 +36,7 @@ fn main() -> anyhow::Result<()> {
             scheduler::run(quick, &chosen)
         }
         _ => anyhow::bail!(
-            "usage: kyb-bench storage|apiserver|scheduler|controllers [--quick] [--embedded-only] [--workload a|b|c]"
+            "usage: kyb-bench storage|apiserver|scheduler|controllers|apf [--quick] [--embedded-only] [--workload a|b|c]"
         ),
     }
 }
