@@ -27,4 +27,5 @@ bench: deps
 	cargo build --release --locked -p kyb -p kyb-bench
 	target/release/kyb-bench storage
 	target/release/kyb-bench apiserver
+	target/release/kyb-bench apf
 	target/release/kyb-bench scheduler

@@ -3,13 +3,15 @@
 //!
 //! Usage: `kyb-bench storage [--quick] [--embedded-only]`, `kyb-bench apiserver [--quick]`,
 //! `kyb-bench scheduler [--quick] [--workload a|b|c]…`,
-//! `kyb-bench controllers [--quick]`, `kyb-bench lists [--quick]` (JSON against protobuf)
+//! `kyb-bench controllers [--quick]`, `kyb-bench lists [--quick]` (JSON against protobuf),
+//! `kyb-bench apf [--quick]`
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod apiserver;
 mod controllers;
+mod flowcontrol;
 mod http;
 mod lists;
 mod scheduler;
@@ -27,6 +29,7 @@ fn main() -> anyhow::Result<()> {
         Some("apiserver") => apiserver::run(quick),
         Some("controllers") => controllers::run(quick),
         Some("lists") => lists::run(quick),
+        Some("apf") => flowcontrol::run(quick),
         Some("scheduler") => {
             let chosen: Vec<&str> = args
                 .windows(2)
@@ -36,7 +39,7 @@ fn main() -> anyhow::Result<()> {
             scheduler::run(quick, &chosen)
         }
         _ => anyhow::bail!(
-            "usage: kyb-bench storage|apiserver|scheduler|controllers|lists [--quick] [--embedded-only] [--workload a|b|c]"
+            "usage: kyb-bench storage|apiserver|scheduler|controllers|lists|apf [--quick] [--embedded-only] [--workload a|b|c]"
         ),
     }
 }

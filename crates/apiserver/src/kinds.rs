@@ -109,6 +109,8 @@ kinds! {
     "storage.k8s.io" "v1" "VolumeAttachment" => api::storage::v1::VolumeAttachment;
     "scheduling.k8s.io" "v1" "PriorityClass" => api::scheduling::v1::PriorityClass;
     "node.k8s.io" "v1" "RuntimeClass" => api::node::v1::RuntimeClass;
+    "flowcontrol.apiserver.k8s.io" "v1" "FlowSchema" => api::flowcontrol::v1::FlowSchema;
+    "flowcontrol.apiserver.k8s.io" "v1" "PriorityLevelConfiguration" => api::flowcontrol::v1::PriorityLevelConfiguration;
     "rbac.authorization.k8s.io" "v1" "Role" => api::rbac::v1::Role;
     "rbac.authorization.k8s.io" "v1" "RoleBinding" => api::rbac::v1::RoleBinding;
     "rbac.authorization.k8s.io" "v1" "ClusterRole" => api::rbac::v1::ClusterRole;

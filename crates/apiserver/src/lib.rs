@@ -20,6 +20,7 @@ mod discovery;
 mod duplicates;
 pub mod engine;
 pub mod filters;
+pub mod flowcontrol;
 pub mod keepers;
 pub mod kinds;
 mod names;

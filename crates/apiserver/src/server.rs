@@ -10,7 +10,9 @@
 //!    anonymous; a refused credential goes to the audited `401`
 //! 4. audit — the record, at the level the policy gives this user and request
 //! 5. impersonation — `Impersonate-*` headers, if the user may
-//! 6. in-flight limit — `429` past `max_requests_in_flight` (watches and non-resource
+//! 6. priority and fairness — each request classified by the FlowSchemas and queued fairly
+//!    for a seat of its priority level, `429` when its queue is full (`flowcontrol`); or,
+//!    with it off, the max-in-flight limits (`429` past them; watches and non-resource
 //!    requests not counted)
 //! 7. authorization — `system:masters`, the Node authorizer, RBAC; refused is `403`
 //! 8. body limit — `413` for a body over `max_body_bytes`, declared or streamed
@@ -33,8 +35,8 @@ use crate::router::{Connectors, Router};
 use crate::routes::Routes;
 use http::Request;
 use kyb_serving::filters::{
-    Authentication, Authorization, BodyLimit, InFlightLimit, RequestTimeout, ResolveRequestInfo,
-    Unauthorized, filter,
+    Authentication, Authorization, BodyLimit, InFlightLimit, PriorityAndFairness,
+    RequestTimeout, ResolveRequestInfo, Unauthorized, filter,
 };
 use kyb_serving::{Body, RequestInfo};
 use kyb_storage::Store;
@@ -56,8 +58,14 @@ pub struct Config {
     /// The range ClusterIPs come from; its first address is the `kubernetes` service's.
     pub service_cidr: (Ipv4Addr, u8),
     pub node_ports: (u16, u16),
-    /// Requests served at once (watches excluded) before answering 429.
+    /// Read-only requests served at once (watches excluded) before answering 429, with
+    /// priority and fairness off; with it on, part of the server's concurrency limit.
     pub max_requests_in_flight: usize,
+    /// Mutating requests served at once, likewise.
+    pub max_mutating_requests_in_flight: usize,
+    /// API Priority and Fairness (`--enable-priority-and-fairness`); off, the
+    /// max-in-flight limits apply.
+    pub priority_and_fairness: bool,
     /// Larger request bodies get 413.
     pub max_body_bytes: usize,
     /// How long a request that is not long-running may take before a 504 (zero: no limit).
@@ -77,7 +85,9 @@ impl Default for Config {
             advertise_address: None,
             service_cidr: (Ipv4Addr::new(10, 43, 0, 0), 16),
             node_ports: (30000, 32767),
-            max_requests_in_flight: 600,
+            max_requests_in_flight: 400,
+            max_mutating_requests_in_flight: 200,
+            priority_and_fairness: true,
             max_body_bytes: 3 << 20,
             request_timeout: std::time::Duration::from_secs(60),
             connection_limits: kyb_serving::tls::Limits::default(),
@@ -85,6 +95,10 @@ impl Default for Config {
         }
     }
 }
+
+/// The longest a request waits in a priority level's queue: a quarter of Kubernetes'
+/// default request timeout (one minute), as kube-apiserver sets it.
+const QUEUE_WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// Why the API server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -124,6 +138,7 @@ pub struct ApiServer {
     routes: Arc<Routes>,
     connectors: Arc<Connectors>,
     auditor: Option<Arc<Auditor>>,
+    flow_control: Arc<crate::flowcontrol::FlowControl>,
     config: Config,
     advertised: Advertised,
     /// `None` for a server driven in process, through [`ApiServer::stack`] alone.
@@ -181,6 +196,10 @@ impl ApiServer {
             .service_accounts
             .as_ref()
             .and_then(|tokens| tokens.discovery(&external));
+        let flow_control = crate::flowcontrol::FlowControl::start(
+            &engine.cache,
+            config.max_requests_in_flight + config.max_mutating_requests_in_flight,
+        );
         let routes = Arc::new(Routes {
             issuer_discovery,
             advertised: external,
@@ -195,6 +214,7 @@ impl ApiServer {
             routes,
             connectors: Arc::new(Connectors::default()),
             auditor: security.auditor,
+            flow_control,
             config,
             advertised,
             listener: None,
@@ -259,9 +279,22 @@ impl ApiServer {
             )))
             .layer(audit)
             .layer(filter(Impersonation::new(engine.authorizer.clone())))
-            .layer(filter(InFlightLimit::new(
-                self.config.max_requests_in_flight,
-            )))
+            .layer(tower::util::option_layer(
+                self.config.priority_and_fairness.then(|| {
+                    filter(PriorityAndFairness::new(
+                        self.flow_control.clone(),
+                        QUEUE_WAIT_LIMIT,
+                    ))
+                }),
+            ))
+            .layer(tower::util::option_layer(
+                (!self.config.priority_and_fairness).then(|| {
+                    filter(InFlightLimit::new(
+                        self.config.max_requests_in_flight,
+                        self.config.max_mutating_requests_in_flight,
+                    ))
+                }),
+            ))
             .layer(filter(Authorization::new(engine.authorizer.clone())))
             .layer(filter(BodyLimit::new(self.config.max_body_bytes)))
             .service(router);

@@ -54,6 +54,7 @@ fn tracks_generation(group: &str, kind: &str) -> bool {
             | ("networking.k8s.io", "Ingress" | "NetworkPolicy")
             | ("apiextensions.k8s.io", "CustomResourceDefinition")
             | ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy")
+            | ("flowcontrol.apiserver.k8s.io", _)
     ) && kind != "ControllerRevision"
 }
 

@@ -51,8 +51,10 @@ pub struct ServerArgs {
     #[arg(long, default_value_t = 6443, value_name = "N")]
     pub port: u16,
 
-    /// Requests served at once (watches excluded); more get 429 Too Many Requests.
-    #[arg(long, default_value_t = 600, value_name = "N")]
+    /// Read-only requests served at once (watches excluded); with priority and fairness
+    /// on, this plus --max-mutating-requests-inflight is the server's concurrency limit,
+    /// shared among the priority levels.
+    #[arg(long, default_value_t = 400, value_name = "N")]
     pub max_requests_inflight: usize,
 
     /// How long a request that is not a watch or a stream may take before it is answered
@@ -85,6 +87,15 @@ pub struct ServerArgs {
     /// /openid/v1/jwks).
     #[arg(long, value_name = "URL")]
     pub service_account_jwks_uri: Option<String>,
+    /// Mutating requests served at once (see --max-requests-inflight).
+    #[arg(long, default_value_t = 200, value_name = "N")]
+    pub max_mutating_requests_inflight: usize,
+
+    /// API Priority and Fairness: requests classified by FlowSchemas and queued fairly per
+    /// priority level; false falls back to the max-in-flight limits.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1,
+          default_missing_value = "true", value_name = "BOOL")]
+    pub enable_priority_and_fairness: bool,
 
     /// Keep cluster state in this etcd cluster instead of the embedded store.
     #[arg(long, value_delimiter = ',', value_name = "URL,…")]

@@ -79,6 +79,8 @@ pub async fn run(
             max_connections_per_client: args.max_connections_per_client,
             ..Default::default()
         },
+        max_mutating_requests_in_flight: args.max_mutating_requests_inflight.max(1),
+        priority_and_fairness: args.enable_priority_and_fairness,
         health: health.clone(),
         ..Config::default()
     };

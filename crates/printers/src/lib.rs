@@ -47,7 +47,7 @@ pub fn canonical_quantity(text: &str) -> String {
 
 use jiff::Timestamp;
 use kinds::{admission, autoscaling, batch, certificates, cluster, config, events};
-use kinds::{generic, networking, pod, rbac, storage, workloads};
+use kinds::{flowcontrol, generic, networking, pod, rbac, storage, workloads};
 use serde_json::Value;
 
 /// One column of a table, as in `metav1.TableColumnDefinition`.
@@ -139,6 +139,10 @@ pub fn printer(group: &str, kind: &str) -> &'static Printer {
         ("apiregistration.k8s.io", "APIService") => &cluster::API_SERVICE,
         ("certificates.k8s.io", "CertificateSigningRequest") => {
             &certificates::CERTIFICATE_SIGNING_REQUEST
+        }
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => &flowcontrol::FLOW_SCHEMA,
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
+            &flowcontrol::PRIORITY_LEVEL_CONFIGURATION
         }
         _ => &generic::DEFAULT,
     }

@@ -13,6 +13,7 @@
 //! process with `ServiceExt::oneshot`, without a port.
 
 pub mod body;
+pub mod fairqueuing;
 pub mod filters;
 pub mod query;
 pub mod reply;

@@ -115,6 +115,7 @@ pub(crate) fn lookup(group: &str, version: &str, kind: &str) -> Option<Kind> {
         "events.k8s.io" if version == "v1" => groups::events::lookup(kind),
         "scheduling.k8s.io" if version == "v1" => groups::scheduling::lookup(kind),
         "node.k8s.io" if version == "v1" => groups::node::lookup(kind),
+        "flowcontrol.apiserver.k8s.io" if version == "v1" => groups::flowcontrol::lookup(kind),
         "admissionregistration.k8s.io" if version == "v1" => {
             groups::admissionregistration::lookup(kind)
         }

@@ -26,6 +26,9 @@ mod selector;
 
 use serde_json::Value;
 
+pub use groups::flowcontrol::{
+    all_rules, mandatory_flow_schema_spec, mandatory_priority_level_spec,
+};
 pub use kyb_apimachinery::field::{ErrorKind, FieldError, invalid_message};
 
 use crate::kinds::{Kind, MetaMode, lookup};

@@ -100,6 +100,8 @@ resources! {
     "storage.k8s.io" "v1" "VolumeAttachment" "volumeattachments" "volumeattachment" [] [] false ALL_VERBS [Status] "/registry/volumeattachments" "v1" true;
     "scheduling.k8s.io" "v1" "PriorityClass" "priorityclasses" "priorityclass" ["pc"] [] false ALL_VERBS [] "/registry/priorityclasses" "v1" false;
     "node.k8s.io" "v1" "RuntimeClass" "runtimeclasses" "runtimeclass" [] [] false ALL_VERBS [] "/registry/runtimeclasses" "v1" false;
+    "flowcontrol.apiserver.k8s.io" "v1" "FlowSchema" "flowschemas" "flowschema" [] [] false ALL_VERBS [Status] "/registry/flowschemas" "v1" false;
+    "flowcontrol.apiserver.k8s.io" "v1" "PriorityLevelConfiguration" "prioritylevelconfigurations" "prioritylevelconfiguration" [] [] false ALL_VERBS [Status] "/registry/prioritylevelconfigurations" "v1" false;
     "rbac.authorization.k8s.io" "v1" "Role" "roles" "role" [] [] true ALL_VERBS [] "/registry/roles" "v1" false;
     "rbac.authorization.k8s.io" "v1" "RoleBinding" "rolebindings" "rolebinding" [] [] true ALL_VERBS [] "/registry/rolebindings" "v1" false;
     "rbac.authorization.k8s.io" "v1" "ClusterRole" "clusterroles" "clusterrole" [] [] false ALL_VERBS [] "/registry/clusterroles" "v1" false;

@@ -4,6 +4,8 @@
 //! as any client, as `system:apiserver`.
 //!
 //! - [`aggregation`]: the rules of aggregated ClusterRoles (`admin`, `edit`, `view`, ...).
+//! - `flowcontrol::bootstrap::run`: the bootstrap FlowSchemas and priority levels, and
+//!   the FlowSchemas' `Dangling` condition (Kubernetes: the API server's own controller).
 //!
 //! In Kubernetes this belongs to the controller manager; it moves there in time, and
 //! stays until then because authorization needs it now. The others have moved: quota
@@ -19,4 +21,5 @@ use std::sync::Arc;
 /// Starts the keepers; they run until the process ends.
 pub async fn start(engine: &Arc<Engine>) {
     tokio::spawn(aggregation::run(engine.clone()));
+    tokio::spawn(crate::flowcontrol::bootstrap::run(engine.clone()));
 }

@@ -327,6 +327,7 @@ async fn connect_handlers_stream_and_long_running_ones_are_not_counted_in_flight
     let release = Arc::new(Notify::new());
     let config = Config {
         max_requests_in_flight: 1,
+        priority_and_fairness: false,
         ..Config::default()
     };
     let server = server(

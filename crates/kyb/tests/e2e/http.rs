@@ -182,7 +182,11 @@ fn too_many_requests_in_flight_get_429() {
     use std::sync::atomic::{AtomicBool, Ordering};
     let cluster = Cluster::start_with(
         kyb_testkit::temp_dir("cluster").unwrap(),
-        &["--max-requests-inflight", "2"],
+        &[
+            "--max-requests-inflight",
+            "2",
+            "--enable-priority-and-fairness=false",
+        ],
     );
     // Reads at a future resourceVersion wait (3 s) for the cache, holding their slot; two
     // threads keep such reads going until the server has said 429.

@@ -17,6 +17,7 @@ mod components;
 mod controller_manager;
 mod events;
 mod evictions;
+mod flowcontrol;
 mod garbage_collection;
 mod hardening;
 mod http;

@@ -12,6 +12,7 @@ pub(crate) mod certificates;
 pub(crate) mod cluster;
 pub(crate) mod config;
 pub(crate) mod events;
+pub(crate) mod flowcontrol;
 pub(crate) mod generic;
 pub(crate) mod networking;
 pub(crate) mod pod;

@@ -17,6 +17,7 @@ mod authentication;
 mod authorization;
 mod body_limit;
 mod inflight;
+mod priority_and_fairness;
 mod request_info;
 mod timeout;
 
@@ -24,6 +25,10 @@ pub use authentication::{Authenticate, Authentication, AuthenticationFailure, Un
 pub use authorization::{Authorization, AuthorizationDecision, Authorize};
 pub use body_limit::BodyLimit;
 pub use inflight::InFlightLimit;
+pub use priority_and_fairness::{
+    Classification, Classify, FLOW_SCHEMA_UID_HEADER, PRIORITY_LEVEL_UID_HEADER,
+    PriorityAndFairness, TOO_MANY_REQUESTS, too_many_requests,
+};
 pub use request_info::ResolveRequestInfo;
 pub use timeout::RequestTimeout;
 

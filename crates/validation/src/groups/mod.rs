@@ -9,6 +9,7 @@ pub(crate) mod batch;
 pub(crate) mod coordination;
 pub(crate) mod discovery;
 pub(crate) mod events;
+pub mod flowcontrol;
 pub(crate) mod misc;
 pub(crate) mod networking;
 pub(crate) mod node;
