@@ -4,6 +4,8 @@
 //! as any client, as `system:apiserver`.
 //!
 //! - [`aggregation`]: the rules of aggregated ClusterRoles (`admin`, `edit`, `view`, ...).
+//! - [`service_cidrs`]: the ClusterIP allocator's ServiceCIDRs and IPAddresses (the default
+//!   ServiceCIDR, finalizers and conditions, repair of leaked and missing IPAddresses).
 //!
 //! In Kubernetes this belongs to the controller manager; it moves there in time, and
 //! stays until then because authorization needs it now. The others have moved: quota
@@ -12,6 +14,7 @@
 //! `serviceaccount-controller` and `root-ca-certificate-publisher-controller`.
 
 pub mod aggregation;
+pub mod service_cidrs;
 
 use crate::engine::Engine;
 use std::sync::Arc;
@@ -19,4 +22,5 @@ use std::sync::Arc;
 /// Starts the keepers; they run until the process ends.
 pub async fn start(engine: &Arc<Engine>) {
     tokio::spawn(aggregation::run(engine.clone()));
+    tokio::spawn(service_cidrs::run(engine.clone()));
 }
