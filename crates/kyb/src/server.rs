@@ -73,6 +73,7 @@ pub async fn run(
         port: args.port,
         max_requests_in_flight: args.max_requests_inflight.max(1),
         health: health.clone(),
+        service_cidr: args.service_cluster_ip_range,
         ..Config::default()
     };
     let pki_dir = data_dir.join("pki");

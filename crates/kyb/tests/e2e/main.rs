@@ -26,6 +26,7 @@ mod patch;
 mod policies;
 mod poll;
 mod quota_controller;
+mod resources;
 mod scheduling;
 mod security;
 mod service_accounts;

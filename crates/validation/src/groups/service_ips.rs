@@ -151,7 +151,11 @@ fn validate_service_cidr(cidr: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
 fn validate_ip_address(address: &Value, _ctx: &Ctx<'_>) -> Vec<FieldError> {
     let spec = Path::new("spec");
     let parent = field_at(address, &["spec", "parentRef"]);
-    if !parent.is_object() {
+    // The typed decoding gives a missing reference its required fields, empty.
+    let unset = ["group", "resource", "namespace", "name"]
+        .iter()
+        .all(|key| parent.str(key).is_empty());
+    if !parent.is_object() || unset {
         return vec![FieldError::required(&spec.child("parentRef"), "")];
     }
     let path = spec.child("parentRef");
