@@ -3,39 +3,17 @@
 //! raw HTTP — listed by `kubectl api-resources` as Kubernetes lists them, validated with
 //! Kubernetes' messages, and cluster IPs allocated through ServiceCIDRs and IPAddresses.
 
+use crate::client::client;
 use crate::cluster::{Cluster, rows};
 use crate::poll::{blocking_wait_for as until, wait_for};
 use futures::StreamExt;
 use k8s_openapi::api::storage::v1::CSIStorageCapacity;
 use kube::api::{Api, DeleteParams, PostParams, WatchEvent, WatchParams};
-use kube::{Client, Config};
 use std::time::Duration;
-
-async fn client(cluster: &Cluster) -> Client {
-    let kubeconfig = kube::config::Kubeconfig::read_from(cluster.kubeconfig()).unwrap();
-    let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-        .await
-        .unwrap();
-    Client::try_from(config).unwrap()
-}
 
 /// Runs kubectl with `input` on stdin, expecting it to fail; its stderr.
 fn kubectl_fails(cluster: &Cluster, args: &[&str], input: &str) -> String {
-    use std::io::Write;
-    let mut child = cluster
-        .kubectl_command(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
+    let output = cluster.kubectl_input(args, input);
     assert!(
         !output.status.success(),
         "kubectl {} succeeded: {}",
@@ -43,6 +21,25 @@ fn kubectl_fails(cluster: &Cluster, args: &[&str], input: &str) -> String {
         String::from_utf8_lossy(&output.stdout)
     );
     String::from_utf8(output.stderr).unwrap()
+}
+
+fn apply(cluster: &Cluster, manifest: &str) {
+    cluster.kubectl_stdin(&["apply", "-f", "-"], manifest);
+}
+
+/// Applies `manifest`, expecting it refused; kubectl's stderr.
+fn refused(cluster: &Cluster, manifest: &str) -> String {
+    kubectl_fails(cluster, &["apply", "-f", "-"], manifest)
+}
+
+fn service_cidr(name: &str, cidr: &str) -> String {
+    format!(
+        "apiVersion: networking.k8s.io/v1
+kind: ServiceCIDR
+metadata: {{name: {name}}}
+spec: {{cidrs: [{cidr}]}}
+"
+    )
 }
 
 fn jsonpath(cluster: &Cluster, args: &[&str], path: &str) -> String {
@@ -137,8 +134,8 @@ fn component_statuses_report_the_store_scheduler_and_controller_manager() {
 #[test]
 fn the_bindings_resource_binds_a_pod_once() {
     let cluster = Cluster::start();
-    cluster.kubectl_stdin(
-        &["apply", "-f", "-"],
+    apply(
+        &cluster,
         "apiVersion: v1
 kind: Pod
 metadata: {name: lone, namespace: default}
@@ -203,8 +200,8 @@ async fn csi_storage_capacities_are_served_with_their_validation() {
         .await
         .unwrap()
         .boxed();
-    cluster.kubectl_stdin(
-        &["apply", "-f", "-"],
+    apply(
+        &cluster,
         "apiVersion: storage.k8s.io/v1
 kind: CSIStorageCapacity
 metadata: {name: zone-a, namespace: default}
@@ -257,9 +254,8 @@ nodeTopology:
         stderr.contains("storageClassName: Invalid value: \"slow\": field is immutable"),
         "{stderr}"
     );
-    let stderr = kubectl_fails(
+    let stderr = refused(
         &cluster,
-        &["apply", "-f", "-"],
         "apiVersion: storage.k8s.io/v1
 kind: CSIStorageCapacity
 metadata: {name: bad, namespace: default}
@@ -361,7 +357,7 @@ async fn cluster_ips_come_from_service_cidrs_as_ip_addresses() {
     let mut ips = Vec::new();
     for i in 0..5 {
         let name = format!("s{i}");
-        cluster.kubectl_stdin(&["apply", "-f", "-"], &service(&name, None));
+        apply(&cluster, &service(&name, None));
         let ip = cluster_ip(&cluster, &name);
         assert!(ip.starts_with("10.96.0.") && ip != "10.96.0.1", "{ip}");
         assert_eq!(
@@ -373,16 +369,12 @@ async fn cluster_ips_come_from_service_cidrs_as_ip_addresses() {
     let table = rows(&cluster.kubectl_ok(&["get", "ipaddresses"]));
     assert_eq!(table[0], ["NAME", "PARENTREF"]);
     assert!(table.contains(&vec![ips[0].clone(), "services/default/s0".to_string()]));
-    let full = kubectl_fails(&cluster, &["apply", "-f", "-"], &service("s5", None));
+    let full = refused(&cluster, &service("s5", None));
     assert!(
         full.contains("failed to allocate a serviceIP: range is full"),
         "{full}"
     );
-    let taken = kubectl_fails(
-        &cluster,
-        &["apply", "-f", "-"],
-        &service("taken", Some(&ips[0])),
-    );
+    let taken = refused(&cluster, &service("taken", Some(&ips[0])));
     assert!(
         taken.contains(&format!(
             "spec.clusterIPs: Invalid value: [\"{0}\"]: failed to allocate IP {0}: provided IP is already allocated",
@@ -390,25 +382,14 @@ async fn cluster_ips_come_from_service_cidrs_as_ip_addresses() {
         )),
         "{taken}"
     );
-    let outside = kubectl_fails(
-        &cluster,
-        &["apply", "-f", "-"],
-        &service("far", Some("10.200.0.5")),
-    );
+    let outside = refused(&cluster, &service("far", Some("10.200.0.5")));
     assert!(
         outside.contains("failed to allocate IP 10.200.0.5: the provided network does not match the current range"),
         "{outside}"
     );
 
     // A second ServiceCIDR extends the range.
-    cluster.kubectl_stdin(
-        &["apply", "-f", "-"],
-        "apiVersion: networking.k8s.io/v1
-kind: ServiceCIDR
-metadata: {name: extra}
-spec: {cidrs: [10.97.0.0/30]}
-",
-    );
+    apply(&cluster, &service_cidr("extra", "10.97.0.0/30"));
     until("the extra ServiceCIDR Ready", || {
         let ready = jsonpath(
             &cluster,
@@ -417,7 +398,7 @@ spec: {cidrs: [10.97.0.0/30]}
         );
         (ready == "True Kubernetes Service CIDR is ready").then_some(())
     });
-    cluster.kubectl_stdin(&["apply", "-f", "-"], &service("s5", None));
+    apply(&cluster, &service("s5", None));
     let extra_ip = cluster_ip(&cluster, "s5");
     assert!(
         ["10.97.0.1", "10.97.0.2"].contains(&extra_ip.as_str()),
@@ -451,8 +432,8 @@ metadata:
 "
         )
     };
-    cluster.kubectl_stdin(&["apply", "-f", "-"], &address("10.96.0.200", false));
-    cluster.kubectl_stdin(&["apply", "-f", "-"], &address(&ips[0], true));
+    apply(&cluster, &address("10.96.0.200", false));
+    apply(&cluster, &address(&ips[0], true));
     until("the leaked IPAddress deleted", || {
         (!exists(&cluster, "ipaddress", &ips[0])).then_some(())
     });
@@ -468,14 +449,10 @@ metadata:
         );
         (state == "False Terminating").then_some(())
     });
-    let refused = kubectl_fails(
-        &cluster,
-        &["apply", "-f", "-"],
-        &service("s6", Some("10.97.0.3")),
-    );
+    let blocked = refused(&cluster, &service("s6", Some("10.97.0.3")));
     assert!(
-        refused.contains("does not match the current range"),
-        "{refused}"
+        blocked.contains("does not match the current range"),
+        "{blocked}"
     );
     cluster.kubectl_ok(&["delete", "service", "s5"]);
     until("the extra ServiceCIDR gone", || {
@@ -497,9 +474,8 @@ metadata:
 #[test]
 fn service_cidrs_and_ip_addresses_are_validated() {
     let cluster = Cluster::start();
-    let stderr = kubectl_fails(
+    let stderr = refused(
         &cluster,
-        &["apply", "-f", "-"],
         "apiVersion: networking.k8s.io/v1
 kind: IPAddress
 metadata: {name: 10.43.0.010}
@@ -511,9 +487,8 @@ spec:
         stderr.contains("metadata.name: Invalid value: \"10.43.0.010\": must not have leading 0s"),
         "{stderr}"
     );
-    let stderr = kubectl_fails(
+    let stderr = refused(
         &cluster,
-        &["apply", "-f", "-"],
         "apiVersion: networking.k8s.io/v1
 kind: IPAddress
 metadata: {name: 10.43.9.9}
@@ -524,22 +499,13 @@ spec: {}
         stderr.contains("spec.parentRef: Required value"),
         "{stderr}"
     );
-    let stderr = kubectl_fails(
-        &cluster,
-        &["apply", "-f", "-"],
-        "apiVersion: networking.k8s.io/v1
-kind: ServiceCIDR
-metadata: {name: sloppy}
-spec: {cidrs: [10.98.0.1/24]}
-",
-    );
+    let stderr = refused(&cluster, &service_cidr("sloppy", "10.98.0.1/24"));
     assert!(
         stderr.contains("spec.cidrs[0]: Invalid value: \"10.98.0.1/24\": must not have bits set beyond the prefix length"),
         "{stderr}"
     );
-    let stderr = kubectl_fails(
+    let stderr = refused(
         &cluster,
-        &["apply", "-f", "-"],
         "apiVersion: networking.k8s.io/v1
 kind: ServiceCIDR
 metadata: {name: empty}
@@ -550,14 +516,7 @@ spec: {}
         stderr.contains("spec.cidrs: Required value: at least one CIDR required"),
         "{stderr}"
     );
-    cluster.kubectl_stdin(
-        &["apply", "-f", "-"],
-        "apiVersion: networking.k8s.io/v1
-kind: ServiceCIDR
-metadata: {name: more}
-spec: {cidrs: [10.98.0.0/24]}
-",
-    );
+    apply(&cluster, &service_cidr("more", "10.98.0.0/24"));
     let stderr = kubectl_fails(
         &cluster,
         &[
