@@ -194,6 +194,31 @@ pub async fn create(
     Ok(created)
 }
 
+/// Releases the cluster IPs of a Service a delete removed, as Kubernetes does when the
+/// delete returns (the `service_cidrs` keeper releases those of Services removed later,
+/// once their finalizers are gone).
+pub async fn release_deleted(
+    call: &Call<'_>,
+    outcome: &super::delete::Outcome,
+    options: &super::delete::DeleteOptions,
+) {
+    let super::delete::Outcome::Deleted(service) = outcome else {
+        return;
+    };
+    if options.dry_run || !call.def.group.is_empty() || call.def.plural != "services" {
+        return;
+    }
+    for ip in service
+        .pointer("/spec/clusterIPs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|ip| ip.as_str()?.parse::<Ipv4Addr>().ok())
+    {
+        service_ips::release(call.engine, ip).await;
+    }
+}
+
 /// Addresses and node ports of the existing services.
 fn in_use(call: &Call<'_>) -> (HashSet<Ipv4Addr>, HashSet<u16>) {
     let mut ips = HashSet::new();

@@ -7,6 +7,7 @@ use crate::client::client;
 use crate::cluster::{Cluster, rows};
 use crate::poll::{blocking_wait_for as until, wait_for};
 use futures::StreamExt;
+use k8s_openapi::api::networking::v1::IPAddress;
 use k8s_openapi::api::storage::v1::CSIStorageCapacity;
 use kube::api::{Api, DeleteParams, PostParams, WatchEvent, WatchParams};
 use std::time::Duration;
@@ -406,11 +407,39 @@ async fn cluster_ips_come_from_service_cidrs_as_ip_addresses() {
     );
     assert!(ip_address(&cluster, &extra_ip).is_some());
 
-    // Deleting a Service releases its address.
+    // Deleting a Service releases its address before the delete returns: the address can
+    // be asked for again at once (watched through kube-rs as it goes and comes back).
+    let addresses: Api<IPAddress> = Api::all(client(&cluster).await);
+    let listed = addresses.list(&Default::default()).await.unwrap();
+    let revision = listed.metadata.resource_version.unwrap_or_default();
+    let mut events = addresses
+        .watch(&WatchParams::default().timeout(60), &revision)
+        .await
+        .unwrap()
+        .boxed();
     cluster.kubectl_ok(&["delete", "service", "s0"]);
-    until("s0's IPAddress released", || {
-        ip_address(&cluster, &ips[0]).is_none().then_some(())
-    });
+    assert_eq!(ip_address(&cluster, &ips[0]), None);
+    apply(&cluster, &service("again", Some(&ips[0])));
+    assert_eq!(cluster_ip(&cluster, "again"), ips[0]);
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let event = tokio::time::timeout(Duration::from_secs(20), events.next())
+            .await
+            .unwrap();
+        match event {
+            Some(Ok(WatchEvent::Deleted(a))) if a.metadata.name.as_ref() == Some(&ips[0]) => {
+                seen.push("DELETED".to_string());
+            }
+            Some(Ok(WatchEvent::Added(a))) if a.metadata.name.as_ref() == Some(&ips[0]) => {
+                let parent = a.spec.map(|s| s.parent_ref.name);
+                seen.push(format!("ADDED {}", parent.unwrap_or_default()));
+            }
+            Some(Ok(_)) => {}
+            other => panic!("watch of ipaddresses ended: {other:?}"),
+        }
+    }
+    assert_eq!(seen, ["DELETED", "ADDED again"]);
+    cluster.kubectl_ok(&["delete", "service", "again"]);
     // A missing IPAddress is recreated, a leaked one deleted; one the allocator does not
     // manage is left alone.
     cluster.kubectl_ok(&["delete", "ipaddress", &ips[1]]);
@@ -499,6 +528,33 @@ spec: {}
         stderr.contains("spec.parentRef: Required value"),
         "{stderr}"
     );
+    apply(
+        &cluster,
+        "apiVersion: networking.k8s.io/v1
+kind: IPAddress
+metadata: {name: 10.43.9.9}
+spec:
+  parentRef: {resource: services, namespace: default, name: a}
+",
+    );
+    cluster.kubectl_ok(&["label", "ipaddress", "10.43.9.9", "team=net"]);
+    let stderr = kubectl_fails(
+        &cluster,
+        &[
+            "patch",
+            "ipaddress",
+            "10.43.9.9",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"parentRef":{"name":"b"}}}"#,
+        ],
+        "",
+    );
+    assert!(
+        stderr.contains("spec.parentRef: Invalid value") && stderr.contains("field is immutable"),
+        "{stderr}"
+    );
+    cluster.kubectl_ok(&["delete", "ipaddress", "10.43.9.9"]);
     let stderr = refused(&cluster, &service_cidr("sloppy", "10.98.0.1/24"));
     assert!(
         stderr.contains("spec.cidrs[0]: Invalid value: \"10.98.0.1/24\": must not have bits set beyond the prefix length"),
