@@ -14,6 +14,7 @@ pub mod audit;
 pub mod auth;
 mod bootstrap;
 pub mod cache;
+mod certificates;
 mod convert;
 mod discovery;
 mod duplicates;

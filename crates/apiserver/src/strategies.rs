@@ -32,6 +32,9 @@ use std::time::SystemTime;
 pub fn registry() -> Result<Registry, RegistryError> {
     Registry::new(BUILTIN.iter().map(|def| {
         let strategy: Arc<dyn Strategy> = match Builtin::of(def) {
+            Some(builtin) if def.kind == "CertificateSigningRequest" => Arc::new(
+                crate::certificates::CertificateSigningRequests::new(builtin),
+            ),
             Some(builtin) => Arc::new(builtin),
             None => Arc::new(Untyped::of(def.clone(), None)),
         };
@@ -283,6 +286,21 @@ impl Strategy for Untyped {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn only_pods_a_kubelet_still_has_to_stop_wait_for_their_grace_period() {
+        let pod = |node: Option<&str>, phase: &str| {
+            json!({"spec": {"nodeName": node, "terminationGracePeriodSeconds": 45},
+                   "status": {"phase": phase}})
+        };
+        // Not scheduled: no kubelet will ever confirm it; finished: nothing left to stop.
+        assert_eq!(pod_grace_period(&pod(None, "Pending"), Some(30)), 0);
+        assert_eq!(pod_grace_period(&pod(Some(""), "Pending"), None), 0);
+        assert_eq!(pod_grace_period(&pod(Some("n1"), "Succeeded"), None), 0);
+        assert_eq!(pod_grace_period(&pod(Some("n1"), "Failed"), Some(10)), 0);
+        assert_eq!(pod_grace_period(&pod(Some("n1"), "Running"), None), 45);
+        assert_eq!(pod_grace_period(&pod(Some("n1"), "Running"), Some(5)), 5);
+    }
 
     #[test]
     fn kinds_without_a_type_are_untyped() -> Result<(), RegistryError> {

@@ -19,6 +19,24 @@ pub fn all() -> Vec<Descriptor> {
     vec![
         // One entry per controller, sorted by name:
         Descriptor {
+            name: crate::csrapproving::NAME,
+            aliases: &["csrapproving"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::csrapproving::run(ctx)),
+        },
+        Descriptor {
+            name: crate::csrcleaner::NAME,
+            aliases: &["csrcleaner"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::csrcleaner::run(ctx)),
+        },
+        Descriptor {
+            name: crate::csrsigning::NAME,
+            aliases: &["csrsigning"],
+            on_by_default: true,
+            start: |ctx| Box::pin(crate::csrsigning::run(ctx)),
+        },
+        Descriptor {
             name: crate::cronjob::NAME,
             aliases: &["cronjob"],
             on_by_default: true,

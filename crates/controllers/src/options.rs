@@ -57,6 +57,13 @@ pub struct Options {
     /// How often every ResourceQuota's usage is recalculated in full
     /// (`--resource-quota-sync-period`).
     pub resource_quota_sync_period: Duration,
+    /// The CA certificate that signs certificate signing requests
+    /// (`--cluster-signing-cert-file`); without it and the key nothing is signed.
+    pub cluster_signing_cert_file: Option<std::path::PathBuf>,
+    /// Its private key (`--cluster-signing-key-file`).
+    pub cluster_signing_key_file: Option<std::path::PathBuf>,
+    /// The longest lifetime of a signed certificate (`--cluster-signing-duration`).
+    pub cluster_signing_duration: Duration,
 }
 
 impl Default for Options {
@@ -82,6 +89,9 @@ impl Default for Options {
             resync_period: Duration::from_secs(12 * 3600),
             pvclaimbinder_sync_period: Duration::from_secs(15),
             resource_quota_sync_period: Duration::from_secs(5 * 60),
+            cluster_signing_cert_file: None,
+            cluster_signing_key_file: None,
+            cluster_signing_duration: Duration::from_secs(8760 * 3600),
         }
     }
 }

@@ -160,6 +160,16 @@ pub struct ControllerArgs {
     /// How often every ResourceQuota's usage is recalculated in full.
     #[arg(long, default_value = "5m", value_parser = parse_duration, value_name = "DURATION")]
     pub resource_quota_sync_period: Duration,
+    /// The CA certificate (PEM) that signs certificate signing requests for the
+    /// kubernetes.io signers (`kyb server`: the cluster CA).
+    #[arg(long, value_name = "FILE")]
+    pub cluster_signing_cert_file: Option<PathBuf>,
+    /// The private key (PEM) of --cluster-signing-cert-file.
+    #[arg(long, value_name = "FILE")]
+    pub cluster_signing_key_file: Option<PathBuf>,
+    /// The longest lifetime of a signed certificate (a request may ask for less).
+    #[arg(long, default_value = "8760h", value_parser = parse_duration, value_name = "DURATION")]
+    pub cluster_signing_duration: Duration,
 }
 
 #[derive(Debug, Args)]

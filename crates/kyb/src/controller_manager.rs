@@ -35,6 +35,9 @@ fn options(args: &ControllerArgs, root_ca_pem: Option<String>) -> Options {
         pvclaimbinder_sync_period: args.pvclaimbinder_sync_period,
         resource_quota_sync_period: args.resource_quota_sync_period,
         root_ca_pem,
+        cluster_signing_cert_file: args.cluster_signing_cert_file.clone(),
+        cluster_signing_key_file: args.cluster_signing_key_file.clone(),
+        cluster_signing_duration: args.cluster_signing_duration,
         ..Options::default()
     }
 }
@@ -89,10 +92,13 @@ pub async fn run(args: ControllerManagerArgs) -> anyhow::Result<()> {
     Ok(supervisor.run(crate::server::shutdown_signal()).await?)
 }
 
-/// The in-process controller manager of `kyb server` as a component (no leader election:
-/// the process holds the only API server); each start reads `kubeconfig` again.
+/// The in-process controller manager of `kyb server` as a component, elected through the
+/// `kube-system/kube-controller-manager` Lease under `identity` (as k3s's embedded one is),
+/// so that two servers sharing one store never both reconcile; each start reads
+/// `kubeconfig` again.
 pub fn in_process(
     kubeconfig: PathBuf,
+    identity: String,
     args: ControllerArgs,
     metrics_address: Option<SocketAddr>,
     root_ca_pem: String,
@@ -100,6 +106,7 @@ pub fn in_process(
     kyb_component::from_fn(NAME, move |ctx| {
         let kubeconfig = kubeconfig.clone();
         let options = options(&args, Some(root_ca_pem.clone()));
+        let identity = identity.clone();
         async move {
             let clients = Clients::per_controller(
                 kyb_runtime::client::config_from_kubeconfig(&kubeconfig).await?,
@@ -107,6 +114,7 @@ pub fn in_process(
             )?;
             let mut config = Config::new(options);
             config.metrics_address = metrics_address;
+            config.leader_election = Some(manager::default_election(&identity));
             manage(clients, config, ctx).await
         }
     })

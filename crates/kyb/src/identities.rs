@@ -85,3 +85,21 @@ pub fn node_name() -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".to_string())
 }
+
+/// The leader-election identity of this server's in-process components: the node name and
+/// a suffix made once and kept in the data dir, so that a restarted server takes its own
+/// lease back at once while another server sharing the store waits for it to expire.
+pub fn election_identity(data_dir: &Path) -> anyhow::Result<String> {
+    let dir = data_dir.join(DIR);
+    let path = dir.join("election-identity");
+    if let Ok(kept) = std::fs::read_to_string(&path) {
+        let kept = kept.trim();
+        if !kept.is_empty() {
+            return Ok(kept.to_string());
+        }
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let identity = format!("{}_{:016x}", node_name(), fastrand::u64(..));
+    std::fs::write(&path, &identity).with_context(|| format!("writing {}", path.display()))?;
+    Ok(identity)
+}

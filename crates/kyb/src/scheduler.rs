@@ -49,18 +49,17 @@ pub async fn run(args: SchedulerArgs) -> anyhow::Result<()> {
     Ok(supervisor.run(crate::server::shutdown_signal()).await?)
 }
 
-/// The in-process scheduler of `kyb server` as a component (no leader election: the
-/// process holds the only API server); each start reads `kubeconfig` again.
-pub fn in_process(kubeconfig: PathBuf) -> impl Component {
+/// The in-process scheduler of `kyb server` as a component, elected through the
+/// `kube-system/kube-scheduler` Lease under `identity` (as k3s's embedded scheduler is), so
+/// that two servers sharing one store never both schedule; each start reads `kubeconfig`
+/// again.
+pub fn in_process(kubeconfig: PathBuf, identity: String) -> impl Component {
     kyb_component::from_fn(NAME, move |ctx| {
         let kubeconfig = kubeconfig.clone();
+        let identity = identity.clone();
         async move {
             let client = client(&kubeconfig).await?;
-            let config = SchedulerConfig {
-                leader_elect: false,
-                ..SchedulerConfig::default()
-            };
-            schedule(client, config, identity(), ctx).await
+            schedule(client, SchedulerConfig::default(), identity, ctx).await
         }
     })
 }

@@ -119,13 +119,21 @@ pub async fn run(
         serve(apiserver, publish, ctx)
     }));
     if in_process {
-        supervisor.restartable(crate::scheduler::in_process(crate::identities::kubeconfig(
-            &data_dir,
-            "scheduler",
-        )));
+        let identity = crate::identities::election_identity(&data_dir)?;
+        supervisor.restartable(crate::scheduler::in_process(
+            crate::identities::kubeconfig(&data_dir, "scheduler"),
+            identity.clone(),
+        ));
+        // Certificate signing requests are signed with the cluster CA unless told otherwise.
+        let mut controllers = args.controllers.clone();
+        if controllers.cluster_signing_cert_file.is_none() {
+            controllers.cluster_signing_cert_file = Some(pki.dir().join("ca.crt"));
+            controllers.cluster_signing_key_file = Some(pki.dir().join("ca.key"));
+        }
         supervisor.restartable(crate::controller_manager::in_process(
             crate::identities::kubeconfig(&data_dir, "controller-manager"),
-            args.controllers.clone(),
+            identity,
+            controllers,
             args.controller_manager_metrics_address,
             pki.ca_pem().to_string(),
         ));

@@ -8,8 +8,10 @@
 //!
 //! Also here: TLS configurations for servers and clients ([`tls`]), the user a client
 //! certificate names ([`identity`]), kubeconfig files ([`kubeconfig`]), and ES256 JSON Web
-//! Tokens signed by the service-account key ([`jwt`]).
+//! Tokens signed by the service-account key ([`jwt`]), and certificate signing requests:
+//! reading them and signing them with a CA ([`csr`]).
 
+pub mod csr;
 mod files;
 pub mod identity;
 mod issue;

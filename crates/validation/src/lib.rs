@@ -90,9 +90,8 @@ pub fn prepare_for_update(group: &str, version: &str, kind: &str, new: &mut Valu
 }
 
 /// Preparation of a `/status` update (`PrepareForUpdate` of the status strategies): every
-/// top-level field but `status` comes from the stored object, and so do the labels,
-/// annotations, finalizers, owner references and deletion timestamp (for Pods and Nodes
-/// only the spec and owner references).
+/// top-level field but `status` comes from the stored object; which metadata comes from it
+/// too is each kind's choice, as in Kubernetes (see [`status_kept_metadata`]).
 pub fn prepare_for_status_update(
     group: &str,
     version: &str,
@@ -112,24 +111,39 @@ pub fn prepare_for_status_update(
         }
     }
     let mut meta = new_meta.unwrap_or(Value::Null);
+    let builtin = lookup(group, version, kind).is_some();
     if let Some(m) = meta.as_object_mut() {
-        let keys: &[&str] = if group.is_empty() && (kind == "Pod" || kind == "Node") {
-            &["ownerReferences", "deletionTimestamp"]
-        } else {
-            &[
-                "labels",
-                "annotations",
-                "finalizers",
-                "ownerReferences",
-                "deletionTimestamp",
-                "generation",
-            ]
-        };
-        for key in keys {
-            match old.get("metadata").and_then(|om| om.get(*key)) {
-                Some(v) => m.insert((*key).to_string(), v.clone()),
-                None => m.remove(*key),
+        let whole = !builtin
+            || matches!(
+                (group, kind),
+                (
+                    "flowcontrol.apiserver.k8s.io",
+                    "FlowSchema" | "PriorityLevelConfiguration"
+                )
+            );
+        if whole {
+            // Custom resources and flow control: metadata is the stored one but for the
+            // managed fields the status write itself recorded.
+            let managed = m.remove("managedFields");
+            *m = old
+                .get("metadata")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            match managed {
+                Some(managed) => m.insert("managedFields".into(), managed),
+                None => m.remove("managedFields"),
             };
+        } else {
+            for key in ["generation", "deletionTimestamp"]
+                .into_iter()
+                .chain(status_kept_metadata(group, kind).iter().copied())
+            {
+                match old.get("metadata").and_then(|om| om.get(key)) {
+                    Some(v) => m.insert(key.to_string(), v.clone()),
+                    None => m.remove(key),
+                };
+            }
         }
     }
     if !meta.is_null() {
@@ -142,6 +156,24 @@ pub fn prepare_for_status_update(
         core::storage::prepare_pv_status_update(new, old);
     }
     default_object(group, version, kind, new);
+}
+
+/// The metadata a kind's `/status` writes may not change (beyond `generation` and
+/// `deletionTimestamp`, which no update changes): Kubernetes' status strategies mostly
+/// reset only the spec; a few reset labels, owner references, or everything
+/// `ResetObjectMetaForStatus` covers.
+fn status_kept_metadata(group: &str, kind: &str) -> &'static [&'static str] {
+    const RESET_FOR_STATUS: &[&str] = &["labels", "annotations", "finalizers", "ownerReferences"];
+    match (group, kind) {
+        ("apps", "Deployment") => &["labels"],
+        ("", "Pod") => &["ownerReferences"],
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy")
+        | ("storage.k8s.io", "VolumeAttachment") => RESET_FOR_STATUS,
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            &["labels", "annotations", "ownerReferences"]
+        }
+        _ => &[],
+    }
 }
 
 fn meta_rules(k: Option<&Kind>) -> Option<MetaRules> {

@@ -35,7 +35,7 @@ const NO_COLLECTION_DELETE: &[Cow<'static, str>] = &[
     s("watch"),
 ];
 
-use Subresource::{Binding, Eviction, Finalize, Scale, Status, Token};
+use Subresource::{Approval, Binding, Eviction, Finalize, Scale, Status, Token};
 
 macro_rules! resources {
     ($( $group:literal $version:literal $kind:literal $plural:literal $singular:literal
@@ -114,6 +114,7 @@ resources! {
     "apiregistration.k8s.io" "v1" "APIService" "apiservices" "apiservice" [] ["api-extensions"] false ALL_VERBS [Status] "/registry/apiregistration.k8s.io/apiservices" "v1" true;
     "scheduling.x-k8s.io" "v1alpha1" "PodGroup" "podgroups" "podgroup" ["pg", "pgs"] [] true ALL_VERBS [Status] "/registry/scheduling.x-k8s.io/podgroups" "v1alpha1" true;
     "scheduling.x-k8s.io" "v1alpha1" "ElasticQuota" "elasticquotas" "elasticquota" ["eq", "eqs"] [] true ALL_VERBS [Status] "/registry/scheduling.x-k8s.io/elasticquotas" "v1alpha1" true;
+    "certificates.k8s.io" "v1" "CertificateSigningRequest" "certificatesigningrequests" "certificatesigningrequest" ["csr"] [] false ALL_VERBS [Status, Approval] "/registry/certificatesigningrequests" "v1" false;
     "authentication.k8s.io" "v1" "TokenReview" "tokenreviews" "tokenreview" [] [] false CREATE_ONLY [] "" "v1" false;
     "authentication.k8s.io" "v1" "SelfSubjectReview" "selfsubjectreviews" "selfsubjectreview" [] [] false CREATE_ONLY [] "" "v1" false;
     "authorization.k8s.io" "v1" "SubjectAccessReview" "subjectaccessreviews" "subjectaccessreview" [] [] false CREATE_ONLY [] "" "v1" false;

@@ -33,6 +33,8 @@ pub enum Subresource {
     Eviction,
     Token,
     Finalize,
+    /// A CertificateSigningRequest's approval conditions.
+    Approval,
 }
 
 impl Subresource {
@@ -44,6 +46,7 @@ impl Subresource {
             Self::Eviction => "eviction",
             Self::Token => "token",
             Self::Finalize => "finalize",
+            Self::Approval => "approval",
         }
     }
 
@@ -55,6 +58,7 @@ impl Subresource {
             "eviction" => Self::Eviction,
             "token" => Self::Token,
             "finalize" => Self::Finalize,
+            "approval" => Self::Approval,
             _ => return None,
         })
     }
@@ -62,7 +66,7 @@ impl Subresource {
     /// The verbs a client may use on it.
     pub fn verbs(self) -> &'static [&'static str] {
         match self {
-            Self::Status | Self::Scale => &["get", "patch", "update"],
+            Self::Status | Self::Scale | Self::Approval => &["get", "patch", "update"],
             Self::Binding | Self::Eviction | Self::Token => &["create"],
             Self::Finalize => &["update"],
         }
@@ -71,7 +75,7 @@ impl Subresource {
     /// The group, version and kind of the subresource's body, given the parent's.
     pub fn gvk(self, parent: &ResourceDef) -> (&str, &str, &str) {
         match self {
-            Self::Status | Self::Finalize => (
+            Self::Status | Self::Finalize | Self::Approval => (
                 parent.group.as_ref(),
                 parent.version.as_ref(),
                 parent.kind.as_ref(),

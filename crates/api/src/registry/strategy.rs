@@ -79,12 +79,29 @@ pub trait Strategy: Send + Sync + 'static {
     /// metadata (uid, creation time, generation) is set.
     fn prepare_for_create(&self, _object: &mut Value) {}
 
+    /// Create-time preparation that depends on who creates the object (a
+    /// CertificateSigningRequest records its requestor): `user` is the requestor as an
+    /// `authentication.k8s.io/v1` UserInfo (`username`, `uid`, `groups`, `extra`). Runs
+    /// after [`Strategy::prepare_for_create`].
+    fn prepare_for_create_by(&self, _object: &mut Value, _user: &Value) {}
+
     /// Update preparation of the main resource (`PrepareForUpdate`): what only `/status`
     /// may change is kept from `old`, and whatever else the kind keeps across updates.
     fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
 
     /// Preparation of a `/status` update: everything but the status comes from `old`.
     fn prepare_for_status_update(&self, _new: &mut Value, _old: &Value) {}
+
+    /// Preparation of an `/approval` update (CertificateSigningRequests): by default
+    /// nothing may change.
+    fn prepare_for_approval_update(&self, new: &mut Value, old: &Value) {
+        *new = old.clone();
+    }
+
+    /// Validation of an `/approval` update.
+    fn validate_approval_update(&self, _new: &Value, _old: &Value) -> Result<(), Status> {
+        Ok(())
+    }
 
     /// Validation of a new object (`422 Invalid` with one cause per field).
     fn validate(&self, _object: &Value) -> Result<(), Status> {

@@ -7,7 +7,8 @@
 //! check (which Kubernetes runs in the REST layer just before admission):
 //! NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction,
 //! TaintNodesByCondition, PodSecurity, Priority, DefaultTolerationSeconds,
-//! DefaultStorageClass, MutatingAdmissionWebhook, ValidatingAdmissionPolicy,
+//! DefaultStorageClass, CertificateApproval, CertificateSigning,
+//! CertificateSubjectRestriction, MutatingAdmissionWebhook, ValidatingAdmissionPolicy,
 //! ValidatingAdmissionWebhook, ResourceQuota.
 //!
 //! Where the REST engine calls it: [`mutate`] and [`validate`] for creates (after
@@ -135,6 +136,9 @@ impl Chain {
                 Arc::new(kube::Priority),
                 Arc::new(kube::DefaultTolerationSeconds),
                 Arc::new(kube::DefaultStorageClass),
+                Arc::new(crate::certificates::admission::CertificateApproval),
+                Arc::new(crate::certificates::admission::CertificateSigning),
+                Arc::new(crate::certificates::admission::CertificateSubjectRestriction),
                 Arc::new(webhook::MutatingWebhooks(webhooks.clone())),
                 Arc::new(policy::ValidatingAdmissionPolicy::default()),
                 Arc::new(webhook::ValidatingWebhooks(webhooks)),

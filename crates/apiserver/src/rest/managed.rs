@@ -49,7 +49,7 @@ pub fn field_manager(call: &Call<'_>) -> Result<String, Status> {
 /// status for `/status`.
 pub fn reset_fields(def: &ResourceDef, subresource: Option<&str>) -> &'static [&'static str] {
     match subresource {
-        Some("status") => &["spec", "metadata"],
+        Some("status" | "approval") => &["spec", "metadata"],
         _ if def.has_subresource(kyb_api::Subresource::Status) => &["status"],
         _ => &[],
     }

@@ -62,6 +62,8 @@ pub fn prepare_create(call: &Call<'_>, object: &mut Value) -> Result<(), Status>
         }
     }
     def.strategy.prepare_for_create(object);
+    def.strategy
+        .prepare_for_create_by(object, &call.user.to_json());
     Ok(())
 }
 
@@ -198,6 +200,19 @@ pub fn prepare_status_update(def: &Resource, new: &Value, old: &Value) -> Result
         meta::metadata_mut(&mut result).insert("resourceVersion".into(), rv.into());
     }
     def.strategy.validate_status_update(&result, old)?;
+    Ok(result)
+}
+
+/// An update through `/approval` (CertificateSigningRequests): the stored object with
+/// what the kind lets an approver change.
+pub fn prepare_approval_update(def: &Resource, new: &Value, old: &Value) -> Result<Value, Status> {
+    let mut result = new.clone();
+    def.strategy.prepare_for_approval_update(&mut result, old);
+    if let Some(rv) = meta::resource_version(new).or_else(|| meta::resource_version(old)) {
+        let rv = rv.to_string();
+        meta::metadata_mut(&mut result).insert("resourceVersion".into(), rv.into());
+    }
+    def.strategy.validate_approval_update(&result, old)?;
     Ok(result)
 }
 

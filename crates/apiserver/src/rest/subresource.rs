@@ -1,6 +1,7 @@
 //! Subresources: `status` (the status alone), `scale` (replicas through an
 //! autoscaling/v1 Scale), `binding` (assigning a pod to a node), `eviction` (a delete that
-//! respects PodDisruptionBudgets) and `finalize` (a namespace's spec.finalizers).
+//! respects PodDisruptionBudgets), `finalize` (a namespace's spec.finalizers) and
+//! `approval` (a CertificateSigningRequest's Approved/Denied conditions).
 
 use super::patch;
 use super::write::{self, guaranteed_update};
@@ -38,6 +39,22 @@ pub async fn serve(call: &Call<'_>, sub: Subresource) -> Result<Response, Status
                 &warnings,
             ))
         }
+        (Subresource::Approval, Verb::Get) => read::get(call).await,
+        (Subresource::Approval, Verb::Update) => approval_update(call, &name).await,
+        (Subresource::Approval, Verb::Patch)
+            if negotiation::body_format(call.header("content-type"))? != BodyFormat::ApplyPatch =>
+        {
+            let (updated, warnings) =
+                patch::patch_object(call, &name, Some("approval"), |def, new, current| {
+                    *new = strategy::prepare_approval_update(def, new, current)?;
+                    Ok(())
+                })
+                .await?;
+            Ok(response::with_warnings(
+                present::stored_value(call, &updated, StatusCode::OK)?,
+                &warnings,
+            ))
+        }
         (Subresource::Scale, Verb::Get) => {
             let object = read::read_object(call, &name).await?;
             let value = object.value().map_err(Status::internal)?;
@@ -61,14 +78,30 @@ pub async fn serve(call: &Call<'_>, sub: Subresource) -> Result<Response, Status
 }
 
 async fn status_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
+    replace_part(call, name, "status", strategy::prepare_status_update).await
+}
+
+/// A CertificateSigningRequest's `/approval` update: only its conditions change.
+async fn approval_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
+    replace_part(call, name, "approval", strategy::prepare_approval_update).await
+}
+
+/// An update (PUT) of the part of an object the subresource `sub` owns, the rest kept
+/// from the stored object by `prepare`.
+async fn replace_part(
+    call: &Call<'_>,
+    name: &str,
+    sub: &str,
+    prepare: fn(&Resource, &Value, &Value) -> Result<Value, Status>,
+) -> Result<Response, Status> {
     let (object, warnings) = body::decode_object(call, body::Kind::Of(&call.def))?;
     let object = write::check_identity(call, object, name)?;
     let object = write::to_storage(call, object)?;
     let precondition = meta::resource_version(&object).map(str::to_string);
     let def = call.storage();
     let (updated, _) = guaranteed_update(call, name, precondition.as_deref(), |current| {
-        let mut new = strategy::prepare_status_update(def, &object, current)?;
-        managed::record(call, Some(current), &mut new, Some("status"))?;
+        let mut new = prepare(def, &object, current)?;
+        managed::record(call, Some(current), &mut new, Some(sub))?;
         Ok(new)
     })
     .await?;

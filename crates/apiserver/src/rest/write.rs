@@ -217,7 +217,10 @@ async fn admit_update(
 ) -> Result<(), Status> {
     let def = call.storage();
     match call.subresource {
-        None | Some(Subresource::Status) | Some(Subresource::Finalize) => {
+        None
+        | Some(Subresource::Status)
+        | Some(Subresource::Finalize)
+        | Some(Subresource::Approval) => {
             let kind = call.def.gvk();
             let attributes =
                 admission::attributes(call, Operation::Update, kind, name, Some(current));
@@ -227,6 +230,9 @@ async fn admit_update(
                 match call.subresource {
                     Some(Subresource::Status) => {
                         *new = strategy::prepare_status_update(def, new, current)?;
+                    }
+                    Some(Subresource::Approval) => {
+                        *new = strategy::prepare_approval_update(def, new, current)?;
                     }
                     Some(Subresource::Finalize) => {}
                     _ => strategy::prepare_update(def, new, current)?,

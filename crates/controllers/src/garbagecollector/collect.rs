@@ -194,7 +194,21 @@ impl Collector {
             }
             return Ok(());
         }
-        let has_dependents = !lock(&self.graph).dependents(uid).is_empty();
+        let (has_dependents, dependent_waiting) = {
+            let graph = lock(&self.graph);
+            let dependents = graph.dependents(uid);
+            let waiting = dependents
+                .iter()
+                .any(|d| graph.get(d).is_some_and(Node::deleting_dependents));
+            (!dependents.is_empty(), waiting)
+        };
+        if waiting > 0 && has_dependents && dependent_waiting {
+            // An owner and a dependent both wait for their dependents: a cycle (or what may
+            // be one). As Kubernetes does, this object's references stop blocking, so the
+            // owners it would hold back can finish, and it is deleted in the foreground.
+            tracing::debug!(uid, name = %node.name, "unblocking owner references to break a possible cycle");
+            self.unblock_owner_references(&node, uid).await?;
+        }
         let policy = if waiting > 0 && has_dependents {
             PropagationPolicy::Foreground
         } else if node.orphan {
@@ -390,6 +404,22 @@ impl Collector {
                 return None;
             }
             Some(json!({ "ownerReferences": if kept.is_empty() { Value::Null } else { json!(kept) } }))
+        })
+        .await
+    }
+
+    /// Makes every blocking owner reference of the object `uid` non-blocking.
+    async fn unblock_owner_references(&self, node: &Node, uid: &str) -> anyhow::Result<()> {
+        self.patch_metadata(node, uid, |meta| {
+            let mut references = meta.owner_references.clone().unwrap_or_default();
+            let mut changed = false;
+            for reference in &mut references {
+                if reference.block_owner_deletion == Some(true) {
+                    reference.block_owner_deletion = Some(false);
+                    changed = true;
+                }
+            }
+            changed.then(|| json!({ "ownerReferences": references }))
         })
         .await
     }

@@ -124,6 +124,25 @@ impl Graph {
                 attention.push(removed.clone());
             }
         }
+        // A reference made non-blocking (the collector breaking a cycle) may free an owner
+        // waiting for its dependents.
+        if let Some(old) = &old {
+            for owner in &node.owners {
+                let was_blocking = old
+                    .owners
+                    .iter()
+                    .any(|o| o.uid == owner.uid && o.block_owner_deletion);
+                if was_blocking
+                    && !owner.block_owner_deletion
+                    && self
+                        .nodes
+                        .get(&owner.uid)
+                        .is_some_and(Node::deleting_dependents)
+                {
+                    attention.push(owner.uid.clone());
+                }
+            }
+        }
         for added in new_owners.iter().filter(|o| !old_owners.contains(o)) {
             self.dependents
                 .entry(added.clone())

@@ -7,8 +7,10 @@
 //! quotas always). Their deletions — and the updates [`super::replenish`] names — requeue
 //! the namespace's quotas that track the kind; their creations requeue only quotas whose
 //! status is not complete yet (admission charges the others). Any other `count/<resource>.<group>` is
-//! counted by a metadata-only list through the API at each sync (found by discovery);
-//! those counts come down at the next full resync.
+//! counted by a metadata-only list through the API at each sync (found by discovery), and
+//! once found, a metadata-only watch of it (nothing kept) requeues the quotas that count it
+//! when one is deleted, as Kubernetes' quota monitor replenishes on the deletion of every
+//! kind it counts.
 //!
 //! Informed objects are handed to the counting as JSON a chunk of [`CHUNK`] at a time,
 //! read one by one from the informer: counting a namespace of thousands of pods holds a
@@ -59,6 +61,8 @@ pub struct Sources {
     watched: Mutex<BTreeSet<&'static str>>,
     /// Discovery's answer per counted resource found (an unknown one is looked up again).
     discovered: Mutex<HashMap<GroupResource, ApiResource>>,
+    /// The deletion watches of discovered resources, stopped with the controller.
+    followers: Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
 /// A quota as the handlers know it.
@@ -102,6 +106,7 @@ impl Sources {
             tracked: Mutex::default(),
             watched: Mutex::default(),
             discovered: Mutex::default(),
+            followers: Mutex::default(),
         })
     }
 
@@ -313,7 +318,11 @@ impl Sources {
 
     /// Counts any other resource by a metadata-only list (only names are kept: the
     /// evaluator counts objects).
-    async fn listed(&self, namespace: &str, gr: &GroupResource) -> anyhow::Result<Vec<Value>> {
+    async fn listed(
+        self: &Arc<Self>,
+        namespace: &str,
+        gr: &GroupResource,
+    ) -> anyhow::Result<Vec<Value>> {
         let Some(resource) = self.discover(gr).await? else {
             return Ok(Vec::new());
         };
@@ -340,7 +349,7 @@ impl Sources {
     }
 
     /// The API resource of (group, resource), if the server serves it namespaced.
-    async fn discover(&self, gr: &GroupResource) -> anyhow::Result<Option<ApiResource>> {
+    async fn discover(self: &Arc<Self>, gr: &GroupResource) -> anyhow::Result<Option<ApiResource>> {
         if let Some(found) = lock(&self.discovered).get(gr) {
             return Ok(Some(found.clone()));
         }
@@ -355,10 +364,49 @@ impl Sources {
             .into_iter()
             .find(|(r, caps)| r.plural == gr.resource && caps.scope == Scope::Namespaced)
             .map(|(r, _)| r);
-        if let Some(found) = &found {
-            lock(&self.discovered).insert(gr.clone(), found.clone());
+        if let Some(found) = &found
+            && lock(&self.discovered)
+                .insert(gr.clone(), found.clone())
+                .is_none()
+        {
+            self.follow_deletions(gr, found);
         }
         Ok(found)
+    }
+
+    /// Watches (group, resource) for deletions, keeping nothing: each requeues the
+    /// namespace's quotas that count the resource.
+    fn follow_deletions(self: &Arc<Self>, gr: &GroupResource, resource: &ApiResource) {
+        use futures::StreamExt as _;
+        use kube::runtime::WatchStreamExt as _;
+        use kube::runtime::watcher::{self, Event};
+        let api: Api<kube::core::PartialObjectMeta<DynamicObject>> =
+            Api::all_with(self.client.clone(), resource);
+        let sources = Arc::downgrade(self);
+        let gr = gr.clone();
+        let task = tokio::spawn(async move {
+            let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
+            futures::pin_mut!(stream);
+            while let Some(event) = stream.next().await {
+                let Some(sources) = sources.upgrade() else {
+                    return;
+                };
+                if let Ok(Event::Delete(object)) = event
+                    && let Some(namespace) = object.metadata.namespace.as_deref()
+                {
+                    sources.replenish(namespace, &gr.group, &gr.resource, None);
+                }
+            }
+        });
+        lock(&self.followers).push(task.abort_handle());
+    }
+}
+
+impl Drop for Sources {
+    fn drop(&mut self) {
+        for follower in lock(&self.followers).drain(..) {
+            follower.abort();
+        }
     }
 }
 

@@ -229,6 +229,19 @@ impl Cluster {
         )
     }
 
+    /// A kubeconfig authenticating with a client certificate and key the test holds.
+    pub fn certificate_kubeconfig(
+        &self,
+        name: &str,
+        credentials: &kyb_pki::Credentials,
+    ) -> PathBuf {
+        self.write_kubeconfig(
+            &format!("cert-{name}"),
+            name,
+            &kyb_pki::kubeconfig::User::Certificate(credentials),
+        )
+    }
+
     /// A kubeconfig authenticating with a bearer token.
     pub fn token_kubeconfig(&self, name: &str, token: &str) -> PathBuf {
         self.write_kubeconfig(

@@ -143,3 +143,75 @@ fn the_apiserver_alone_reports_only_itself() {
     assert!(!readyz.contains("component/scheduler"), "{readyz}");
     cluster.stop();
 }
+
+/// The holder of the `kube-system/<name>` Lease, if it has one.
+fn lease_holder(cluster: &Cluster, name: &str) -> Option<String> {
+    let output = cluster.kubectl(&[
+        "-n",
+        "kube-system",
+        "get",
+        "lease",
+        name,
+        "-o",
+        "jsonpath={.spec.holderIdentity}",
+    ]);
+    let holder = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    (output.status.success() && !holder.is_empty()).then_some(holder)
+}
+
+/// The election identity a server keeps in its data dir.
+fn election_identity(cluster: &Cluster) -> String {
+    let path = cluster.dir.path().join("components/election-identity");
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn two_servers_on_one_etcd_elect_one_scheduler_and_controller_manager() {
+    let etcd = kyb_testkit::EtcdServer::start().unwrap();
+    let flags = ["--etcd-endpoints", etcd.endpoint.as_str()];
+    let first = Cluster::start_with(kyb_testkit::temp_dir("first").unwrap(), &flags);
+    let first_identity = election_identity(&first);
+    for lease in ["kube-scheduler", "kube-controller-manager"] {
+        let holder = blocking_wait_for(&format!("{lease} held"), || lease_holder(&first, lease));
+        assert_eq!(holder, first_identity, "{lease}");
+    }
+
+    // A second server on the same store waits: the leases stay with the first.
+    let second = Cluster::start_with(kyb_testkit::temp_dir("second").unwrap(), &flags);
+    let second_identity = election_identity(&second);
+    assert_ne!(first_identity, second_identity);
+    let renewed = |lease: &str| {
+        second.kubectl_ok(&[
+            "-n",
+            "kube-system",
+            "get",
+            "lease",
+            lease,
+            "-o",
+            "jsonpath={.spec.renewTime}",
+        ])
+    };
+    let before = renewed("kube-scheduler");
+    blocking_wait_for("the first server renews its lease", || {
+        (renewed("kube-scheduler") != before).then_some(())
+    });
+    for lease in ["kube-scheduler", "kube-controller-manager"] {
+        assert_eq!(lease_holder(&second, lease), Some(first_identity.clone()));
+    }
+
+    // The first one gone, the second takes both leases once they expire (15 s).
+    drop(first.stop());
+    for lease in ["kube-scheduler", "kube-controller-manager"] {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if lease_holder(&second, lease).as_deref() == Some(second_identity.as_str()) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{lease} not taken over");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}

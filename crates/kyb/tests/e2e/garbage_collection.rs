@@ -547,3 +547,43 @@ fn foreground_deletion_recurses_through_blocking_dependents() {
             && !exists(&cluster, "configmap", "leaf", "default")
     });
 }
+
+#[test]
+fn foreground_deletion_through_an_ownership_cycle_completes() {
+    // Kubernetes' "should not be blocked by dependency circle", in the foreground: three
+    // unscheduled pods owning each other in a ring, all with blockOwnerDeletion.
+    let cluster = Cluster::start();
+    for name in ["ring-a", "ring-b", "ring-c"] {
+        cluster.kubectl_ok(&["run", name, "--image=busybox", "--restart=Never"]);
+    }
+    let own = |dependent: &str, owner: &str| {
+        let owner_uid = uid(&cluster, "pod", owner, "default");
+        let patch = serde_json::json!({"metadata": {"ownerReferences": [{
+            "apiVersion": "v1", "kind": "Pod", "name": owner, "uid": owner_uid,
+            "blockOwnerDeletion": true,
+        }]}});
+        cluster.kubectl_ok(&[
+            "patch",
+            "pod",
+            dependent,
+            "--type=merge",
+            "-p",
+            &patch.to_string(),
+        ]);
+    };
+    own("ring-b", "ring-a");
+    own("ring-c", "ring-b");
+    own("ring-a", "ring-c");
+    cluster.kubectl_ok(&[
+        "delete",
+        "pod",
+        "ring-a",
+        "--cascade=foreground",
+        "--wait=false",
+    ]);
+    wait_for("the whole ring to go", || {
+        ["ring-a", "ring-b", "ring-c"]
+            .iter()
+            .all(|name| !exists(&cluster, "pod", name, "default"))
+    });
+}

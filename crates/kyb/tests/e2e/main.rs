@@ -9,6 +9,7 @@ mod audit;
 mod authorization;
 mod autoscaling;
 mod batch;
+mod certificates;
 mod cli;
 mod client;
 mod cluster;

@@ -625,3 +625,43 @@ fn server_side_apply_ownership_over_http() {
     );
     assert_eq!(get(&cluster, &cm)["data"], json!({"y": "3"}));
 }
+
+#[test]
+fn each_kinds_status_strategy_decides_what_status_writes_keep() {
+    let cluster = Cluster::start();
+    // A Namespace's status strategy resets only the spec: metadata changes are kept.
+    cluster.kubectl_ok(&["create", "namespace", "statusy"]);
+    let namespace = expect(
+        &cluster,
+        "PATCH",
+        "/api/v1/namespaces/statusy/status",
+        MERGE,
+        r#"{"metadata":{"annotations":{"example.com/note":"kept"}},"spec":{"finalizers":[]}}"#,
+        200,
+    );
+    assert_eq!(
+        namespace["metadata"]["annotations"]["example.com/note"],
+        "kept"
+    );
+    assert_eq!(namespace["spec"]["finalizers"], json!(["kubernetes"]));
+    // A Deployment's resets the labels too, and keeps annotations.
+    create_deployment(&cluster);
+    let web = "/apis/apps/v1/namespaces/default/deployments/web";
+    let before = get(&cluster, web);
+    let deployment = expect(
+        &cluster,
+        "PATCH",
+        &format!("{web}/status"),
+        MERGE,
+        r#"{"metadata":{"labels":{"extra":"no"},"annotations":{"example.com/note":"yes"}}}"#,
+        200,
+    );
+    assert_eq!(
+        deployment["metadata"]["labels"],
+        before["metadata"]["labels"]
+    );
+    assert_eq!(
+        deployment["metadata"]["annotations"]["example.com/note"],
+        "yes"
+    );
+}

@@ -285,3 +285,51 @@ fn a_new_quota_counts_existing_objects_and_resyncs_what_it_lists() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+fn deleting_a_counted_object_of_any_kind_brings_usage_down_at_once() {
+    // The default sync period (5 minutes): only replenishment can bring the count down
+    // within the deadline.
+    let cluster = Cluster::start();
+    cluster.kubectl_ok(&["create", "namespace", "counted"]);
+    cluster.kubectl_ok(&[
+        "create",
+        "quota",
+        "sets",
+        "-n",
+        "counted",
+        "--hard=count/replicasets.apps=3",
+    ]);
+    wait_used(
+        &cluster,
+        "counted",
+        "sets",
+        &[("count/replicasets.apps", "0")],
+    );
+    let replicaset = json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "rs", "namespace": "counted"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "rs"}},
+            "template": {
+                "metadata": {"labels": {"app": "rs"}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            },
+        },
+    });
+    cluster.kubectl_stdin(&["create", "-f", "-"], &replicaset.to_string());
+    wait_used(
+        &cluster,
+        "counted",
+        "sets",
+        &[("count/replicasets.apps", "1")],
+    );
+    cluster.kubectl_ok(&["delete", "replicaset", "rs", "-n", "counted"]);
+    wait_used(
+        &cluster,
+        "counted",
+        "sets",
+        &[("count/replicasets.apps", "0")],
+    );
+}
