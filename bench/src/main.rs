@@ -3,7 +3,7 @@
 //!
 //! Usage: `kyb-bench storage [--quick] [--embedded-only]`, `kyb-bench apiserver [--quick]`,
 //! `kyb-bench scheduler [--quick] [--workload a|b|c]…`,
-//! `kyb-bench controllers [--quick]`
+//! `kyb-bench controllers [--quick]`, `kyb-bench lists [--quick]` (JSON against protobuf)
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -11,6 +11,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod apiserver;
 mod controllers;
 mod http;
+mod lists;
 mod scheduler;
 mod stats;
 mod storage;
@@ -25,6 +26,7 @@ fn main() -> anyhow::Result<()> {
         Some("storage") => storage::run(quick, args.iter().any(|a| a == "--embedded-only")),
         Some("apiserver") => apiserver::run(quick),
         Some("controllers") => controllers::run(quick),
+        Some("lists") => lists::run(quick),
         Some("scheduler") => {
             let chosen: Vec<&str> = args
                 .windows(2)
@@ -34,7 +36,7 @@ fn main() -> anyhow::Result<()> {
             scheduler::run(quick, &chosen)
         }
         _ => anyhow::bail!(
-            "usage: kyb-bench storage|apiserver|scheduler|controllers [--quick] [--embedded-only] [--workload a|b|c]"
+            "usage: kyb-bench storage|apiserver|scheduler|controllers|lists [--quick] [--embedded-only] [--workload a|b|c]"
         ),
     }
 }

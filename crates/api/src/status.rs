@@ -53,17 +53,28 @@ impl Status {
         .with_details(group, resource, name)
     }
 
-    /// A path that names no API resource.
+    /// A path that names no API resource (Kubernetes' generic 404, with empty details).
     pub fn not_found_path() -> Self {
-        Self::new(
+        let mut status = Self::new(
             404,
             "NotFound",
             "the server could not find the requested resource",
-        )
+        );
+        status.details = Some(json!({}));
+        status
     }
 
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
         Self::new(405, "MethodNotAllowed", message)
+    }
+
+    /// A method the path is not served with (Kubernetes' generic 405, with empty details).
+    pub fn method_not_supported() -> Self {
+        let mut status = Self::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        );
+        status.details = Some(json!({}));
+        status
     }
 
     pub fn not_acceptable(message: impl Into<String>) -> Self {
@@ -103,16 +114,6 @@ impl Status {
 
     pub fn too_large(message: impl Into<String>) -> Self {
         Self::new(413, "RequestEntityTooLarge", message)
-    }
-
-    pub fn unsupported_media_type(content_type: &str) -> Self {
-        Self::new(
-            415,
-            "UnsupportedMediaType",
-            format!(
-                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf (got {content_type:?})"
-            ),
-        )
     }
 
     /// `<Kind>.<group> "<name>" is invalid: <causes>`.

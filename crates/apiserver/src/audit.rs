@@ -191,11 +191,29 @@ impl RequestAudit {
             }
             _ => None,
         };
-        let is_json = parts
+        let content_type = parts
             .headers
             .get(http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|t| t.starts_with("application/json"));
+            .unwrap_or_default();
+        let is_json = content_type.starts_with("application/json");
+        // A protobuf answer is recorded as the object it holds, in JSON, as Kubernetes'
+        // audit records the object whatever the wire format.
+        let (bytes, is_json) = match bytes {
+            Some(raw)
+                if content_type == kyb_protobuf::CONTENT_TYPE
+                    && (code >= 400 || self.context.wants_response_object()) =>
+            {
+                (
+                    kyb_protobuf::decode(&raw)
+                        .ok()
+                        .and_then(|v| serde_json::to_vec(&v).ok())
+                        .map(bytes::Bytes::from),
+                    true,
+                )
+            }
+            other => (other, is_json),
+        };
         // Failures are Status objects; a success's body is only recorded, not read.
         let status = bytes
             .as_ref()

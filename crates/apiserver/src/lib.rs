@@ -35,6 +35,7 @@ pub mod strategies;
 mod util;
 mod validation;
 
+pub use kyb_serving::tls::Limits as ConnectionLimits;
 pub use names::serving_names;
 pub use router::{Connect, Connectors};
 pub use routes::KUBERNETES_VERSION;

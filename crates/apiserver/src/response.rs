@@ -1,5 +1,7 @@
-//! Response bodies (whole, or streamed for watches) and the helpers that build responses.
+//! Response bodies (whole, or streamed for watches) and the helpers that build responses,
+//! in the format content negotiation chose (JSON, YAML or protobuf).
 
+use crate::negotiation::Format;
 use bytes::Bytes;
 use http::{HeaderValue, StatusCode, header};
 use http_body::Frame;
@@ -94,27 +96,40 @@ fn next_chunk(pieces: &mut std::collections::VecDeque<Bytes>) -> Option<Bytes> {
     Some(Bytes::from(chunk))
 }
 
-/// A JSON response from bytes already serialized.
-pub fn json_bytes(code: StatusCode, bytes: impl Into<Bytes>) -> Response {
+/// A whole response from bytes already serialized, of the given media type.
+pub fn bytes(code: StatusCode, content_type: &'static str, bytes: impl Into<Bytes>) -> Response {
     let mut response = http::Response::new(Body::Full(Some(bytes.into())));
     *response.status_mut() = code;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+/// A JSON response from bytes already serialized.
+pub fn json_bytes(code: StatusCode, json: impl Into<Bytes>) -> Response {
+    bytes(code, "application/json", json)
+}
+
+/// A response made of pieces sent one after the other (a list assembled from objects
+/// serialized once), of the given media type.
+pub fn pieces(
+    code: StatusCode,
+    content_type: &'static str,
+    pieces: std::collections::VecDeque<Bytes>,
+) -> Response {
+    let remaining = pieces.iter().map(|p| p.len() as u64).sum();
+    let mut response = http::Response::new(Body::Pieces { pieces, remaining });
+    *response.status_mut() = code;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     response
 }
 
 /// A JSON response made of pieces sent one after the other.
-pub fn json_pieces(code: StatusCode, pieces: std::collections::VecDeque<Bytes>) -> Response {
-    let remaining = pieces.iter().map(|p| p.len() as u64).sum();
-    let mut response = http::Response::new(Body::Pieces { pieces, remaining });
-    *response.status_mut() = code;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
+pub fn json_pieces(code: StatusCode, json: std::collections::VecDeque<Bytes>) -> Response {
+    pieces(code, "application/json", json)
 }
 
 pub fn json(code: StatusCode, value: &Value) -> Response {
@@ -124,9 +139,46 @@ pub fn json(code: StatusCode, value: &Value) -> Response {
     }
 }
 
+/// A value (with "apiVersion" and "kind") in `format`. A value the protobuf encoder cannot
+/// write (no protobuf form) goes out as JSON, which the Content-Type says.
+pub fn encoded(code: StatusCode, format: Format, value: &Value) -> Response {
+    match format {
+        Format::Json => json(code, value),
+        Format::Yaml => match serde_saphyr::to_string(value) {
+            Ok(text) => bytes(code, format.media_type(), text),
+            Err(e) => error(&Status::internal(format!("encoding the response: {e}"))),
+        },
+        Format::Protobuf => match kyb_protobuf::encode(value) {
+            Ok(body) => bytes(code, format.media_type(), body),
+            Err(e) => {
+                tracing::warn!(error = %e, "a response without protobuf form is sent as JSON");
+                json(code, value)
+            }
+        },
+    }
+}
+
 /// A `Status` failure response (with `Retry-After` for 429), as the filters answer.
 pub fn error(status: &Status) -> Response {
     kyb_serving::reply::status(status)
+}
+
+/// A `Status` failure response in `format`.
+pub fn error_in(format: Format, status: &Status) -> Response {
+    let mut response = error(status);
+    if format == Format::Json {
+        return response;
+    }
+    let code = response.status();
+    let encoded = encoded(code, format, &status.to_json());
+    let (parts, body) = encoded.into_parts();
+    *response.body_mut() = body;
+    if let Some(content_type) = parts.headers.get(header::CONTENT_TYPE) {
+        response
+            .headers_mut()
+            .insert(header::CONTENT_TYPE, content_type.clone());
+    }
+    response
 }
 
 pub fn text(code: StatusCode, text: impl Into<String>) -> Response {
@@ -141,12 +193,16 @@ pub fn text(code: StatusCode, text: impl Into<String>) -> Response {
 
 /// A streamed JSON response (a watch); chunks are sent on the returned sender.
 pub fn stream() -> (mpsc::Sender<Bytes>, Response) {
+    stream_as("application/json")
+}
+
+/// A streamed response of the given media type; chunks are sent on the returned sender.
+pub fn stream_as(content_type: &'static str) -> (mpsc::Sender<Bytes>, Response) {
     let (tx, rx) = mpsc::channel(64);
     let mut response = http::Response::new(Body::Stream(rx));
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     response.headers_mut().insert(
         header::CACHE_CONTROL,
         HeaderValue::from_static("no-cache, private"),

@@ -1,7 +1,8 @@
-//! Non-resource paths: health checks, `/version`, discovery, OpenAPI, and `/`.
+//! Non-resource paths: health checks, `/version`, discovery, OpenAPI, service-account
+//! issuer discovery, and `/`.
 
 use crate::discovery;
-use crate::negotiation::{self, Output};
+use crate::negotiation::{self, Endpoint, Output};
 use crate::response::{self, Response};
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use kyb_api::Status;
@@ -29,6 +30,8 @@ pub struct Routes {
     pub ready: Arc<AtomicBool>,
     /// The process's checks (`Config::health`), reported beside the server's own.
     pub health: Health,
+    /// The service-account issuer's discovery documents, if published.
+    pub issuer_discovery: Option<crate::auth::IssuerDiscovery>,
 }
 
 impl Routes {
@@ -51,9 +54,7 @@ async fn serve(
     headers: &HeaderMap,
 ) -> Response {
     if method != Method::GET && method != Method::HEAD {
-        return response::error(&Status::method_not_allowed(format!(
-            "{method} is not supported on {path}"
-        )));
+        return response::error(&Status::method_not_supported());
     }
     let path = path.trim_end_matches('/');
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
@@ -63,12 +64,12 @@ async fn serve(
         [] => json_ok(&root(&registry())),
         ["healthz" | "livez" | "readyz", rest @ ..] => health(server, parts[0], rest, query).await,
         ["version"] => json_ok(&version()),
-        ["api"] => match negotiation::negotiate(accept, true) {
+        ["api"] => match negotiation::negotiate(accept, &Endpoint::DISCOVERY).map(|n| n.output) {
             Ok(Output::Discovery(v)) => aggregated(&registry(), true, v),
             Ok(_) => json_ok(&discovery::api_versions(&server.advertised)),
             Err(status) => response::error(&status),
         },
-        ["apis"] => match negotiation::negotiate(accept, true) {
+        ["apis"] => match negotiation::negotiate(accept, &Endpoint::DISCOVERY).map(|n| n.output) {
             Ok(Output::Discovery(v)) => aggregated(&registry(), false, v),
             Ok(_) => json_ok(&discovery::api_group_list(&registry())),
             Err(status) => response::error(&status),
@@ -77,8 +78,29 @@ async fn serve(
         ["apis", group] => found(discovery::api_group(&registry(), group)),
         ["apis", group, version] => found(discovery::resource_list(&registry(), group, version)),
         ["openapi", ..] => crate::openapi::serve(&server.openapi.documents(), path, query, headers),
+        [".well-known", "openid-configuration"] => match &server.issuer_discovery {
+            Some(discovery) => issuer_document(&discovery.configuration, "application/json"),
+            None => response::error(&Status::not_found_path()),
+        },
+        ["openid", "v1", "jwks"] => match &server.issuer_discovery {
+            Some(discovery) => issuer_document(&discovery.jwks, "application/jwk-set+json"),
+            None => response::error(&Status::not_found_path()),
+        },
         _ => response::error(&Status::not_found_path()),
     }
+}
+
+/// A service-account issuer discovery document, cacheable for an hour as Kubernetes
+/// serves it.
+fn issuer_document(value: &Value, content_type: &'static str) -> Response {
+    let mut response = json_ok(value);
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=3600"),
+    );
+    response
 }
 
 fn json_ok(value: &Value) -> Response {

@@ -3,7 +3,9 @@
 //! The stack ([`ApiServer::stack`]), outermost first, is Kubernetes' handler chain:
 //!
 //! 1. request log — the audit ID and arrival time; the debug log line (`filters`)
-//! 2. request info — what the request targets: resource verb or non-resource path
+//! 2. request info — what the request targets: resource verb or non-resource path;
+//!    then the request timeout — `504` for a request that is not long-running and has
+//!    not been answered within `request_timeout` (or its `?timeout=`)
 //! 3. authentication — the connection's client certificate, else a bearer token, else
 //!    anonymous; a refused credential goes to the audited `401`
 //! 4. audit — the record, at the level the policy gives this user and request
@@ -31,8 +33,8 @@ use crate::router::{Connectors, Router};
 use crate::routes::Routes;
 use http::Request;
 use kyb_serving::filters::{
-    Authentication, Authorization, BodyLimit, InFlightLimit, ResolveRequestInfo, Unauthorized,
-    filter,
+    Authentication, Authorization, BodyLimit, InFlightLimit, RequestTimeout, ResolveRequestInfo,
+    Unauthorized, filter,
 };
 use kyb_serving::{Body, RequestInfo};
 use kyb_storage::Store;
@@ -58,6 +60,10 @@ pub struct Config {
     pub max_requests_in_flight: usize,
     /// Larger request bodies get 413.
     pub max_body_bytes: usize,
+    /// How long a request that is not long-running may take before a 504 (zero: no limit).
+    pub request_timeout: std::time::Duration,
+    /// Connection timeouts and the per-client connection cap.
+    pub connection_limits: kyb_serving::tls::Limits,
     /// Checks kept by others (the process's supervised components, its shutdown), reported
     /// beside the server's own in `/readyz`, `/livez` and `/healthz`.
     pub health: kyb_component::Health,
@@ -73,6 +79,8 @@ impl Default for Config {
             node_ports: (30000, 32767),
             max_requests_in_flight: 600,
             max_body_bytes: 3 << 20,
+            request_timeout: std::time::Duration::from_secs(60),
+            connection_limits: kyb_serving::tls::Limits::default(),
             health: kyb_component::Health::default(),
         }
     }
@@ -168,8 +176,15 @@ impl ApiServer {
             address: advertise_address(&config),
             port: config.port,
         };
+        let external = format!("{}:{}", advertised.address, advertised.port);
+        let issuer_discovery = engine
+            .authenticator
+            .service_accounts
+            .as_ref()
+            .and_then(|tokens| tokens.discovery(&external));
         let routes = Arc::new(Routes {
-            advertised: format!("{}:{}", advertised.address, advertised.port),
+            issuer_discovery,
+            advertised: external,
             openapi: crate::openapi::Published::new(registry.clone()),
             registry,
             store,
@@ -238,6 +253,7 @@ impl ApiServer {
             .layer(filter(ResolveRequestInfo::new(Arc::new(
                 RequestInfo::of_api_request,
             ))))
+            .layer(filter(RequestTimeout::new(self.config.request_timeout)))
             .layer(filter(Authentication::with_failure_service(
                 authenticator,
                 failed_authentication,
@@ -278,7 +294,10 @@ impl ApiServer {
         };
         let accept = async {
             match &self.listener {
-                Some(listener) => kyb_serving::tls::serve(listener, self.tls.clone(), stack).await,
+                Some(listener) => {
+                    let limits = self.config.connection_limits.clone();
+                    kyb_serving::tls::serve_with(listener, self.tls.clone(), limits, stack).await
+                }
                 None => std::future::pending().await,
             }
         };

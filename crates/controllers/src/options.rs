@@ -113,6 +113,13 @@ impl Options {
         }
         on_by_default && self.controllers.iter().any(|c| c == "*")
     }
+
+    /// Whether any controller is enabled at all (`--controllers=none` enables none).
+    pub fn any_enabled(&self) -> bool {
+        crate::controllers::all()
+            .iter()
+            .any(|c| self.enabled(c.name, c.aliases, c.on_by_default))
+    }
 }
 
 /// A duration flag: a Go duration (`40s`, `5m`, `1h30m`, `500ms`) or a bare number of

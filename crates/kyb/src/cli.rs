@@ -55,6 +55,37 @@ pub struct ServerArgs {
     #[arg(long, default_value_t = 600, value_name = "N")]
     pub max_requests_inflight: usize,
 
+    /// How long a request that is not a watch or a stream may take before it is answered
+    /// 504 Timeout (kube-apiserver's flag; a request's `?timeout=` may shorten it).
+    #[arg(long, default_value = "1m0s", value_parser = parse_duration, value_name = "DURATION")]
+    pub request_timeout: Duration,
+
+    /// Connections one client address may have open at once; more are closed on accept
+    /// (0: no cap).
+    #[arg(long, default_value_t = 512, value_name = "N")]
+    pub max_connections_per_client: usize,
+
+    /// How long a connection gets for its TLS handshake and each request's headers
+    /// (kube-apiserver's fixed 32s; set for tests).
+    #[arg(long, default_value = "32s", value_parser = parse_duration, value_name = "DURATION", hide = true)]
+    pub read_header_timeout: Duration,
+
+    /// How long a connection with no request in progress stays open (kube-apiserver's
+    /// fixed 90s; set for tests).
+    #[arg(long, default_value = "90s", value_parser = parse_duration, value_name = "DURATION", hide = true)]
+    pub idle_connection_timeout: Duration,
+
+    /// The issuer (`iss`) of service-account tokens, published at
+    /// /.well-known/openid-configuration; tokens of any issuer given are accepted, the
+    /// first is the one issued.
+    #[arg(long, value_name = "URL")]
+    pub service_account_issuer: Vec<String>,
+
+    /// The `jwks_uri` published in the discovery document (default: the issuer's
+    /// /openid/v1/jwks).
+    #[arg(long, value_name = "URL")]
+    pub service_account_jwks_uri: Option<String>,
+
     /// Keep cluster state in this etcd cluster instead of the embedded store.
     #[arg(long, value_delimiter = ',', value_name = "URL,…")]
     pub etcd_endpoints: Vec<String>,

@@ -114,7 +114,10 @@ pub fn in_process(
             )?;
             let mut config = Config::new(options);
             config.metrics_address = metrics_address;
-            config.leader_election = Some(manager::default_election(&identity));
+            // A manager running no controller (`--controllers=none`) does not compete.
+            if config.options.any_enabled() {
+                config.leader_election = Some(manager::default_election(&identity));
+            }
             manage(clients, config, ctx).await
         }
     })

@@ -72,6 +72,13 @@ pub async fn run(
         bind_address: args.bind_address,
         port: args.port,
         max_requests_in_flight: args.max_requests_inflight.max(1),
+        request_timeout: args.request_timeout,
+        connection_limits: kyb_apiserver::ConnectionLimits {
+            read_header_timeout: args.read_header_timeout,
+            idle_timeout: args.idle_connection_timeout,
+            max_connections_per_client: args.max_connections_per_client,
+            ..Default::default()
+        },
         health: health.clone(),
         service_cidr: args.service_cluster_ip_range,
         ..Config::default()
@@ -91,10 +98,16 @@ pub async fn run(
         tls: kyb_pki::tls::server_config(pki.serving(), pki.ca_pem()).context("configuring TLS")?,
         authenticator: Authenticator {
             tokens,
-            service_accounts: Some(ServiceAccountTokens::new(
-                kyb_pki::jwt::Signer::from_pem(pki.service_account_key_pem())
-                    .context("loading the service-account signing key")?,
-            )),
+            service_accounts: Some(
+                ServiceAccountTokens::new(
+                    kyb_pki::jwt::Signer::from_pem(pki.service_account_key_pem())
+                        .context("loading the service-account signing key")?,
+                )
+                .with_issuers(
+                    args.service_account_issuer.clone(),
+                    args.service_account_jwks_uri.clone(),
+                ),
+            ),
         },
         admission: kyb_apiserver::admission::Chain::default_plugins(),
         auditor: auditor(&args)?,

@@ -60,6 +60,7 @@ GROUP_VERSIONS = {
     "api/authentication/v1": "authentication.k8s.io/v1",
     "api/authorization/v1": "authorization.k8s.io/v1",
     "api/certificates/v1": "certificates.k8s.io/v1",
+    "api/flowcontrol/v1": "flowcontrol.apiserver.k8s.io/v1",
 }
 META = "apimachinery/pkg/apis/meta/v1"
 

@@ -36,6 +36,9 @@ mod schema;
 mod schema_table;
 mod wire;
 
+#[cfg(test)]
+mod round_trip;
+
 use serde_json::Value;
 
 pub use error::{DecodeError, EncodeError, Problem};
@@ -78,9 +81,14 @@ pub fn encode(value: &Value) -> Result<Vec<u8>, EncodeError> {
 /// a `metav1.WatchEvent` without envelope whose `object` holds the enveloped object.
 /// `event_type` is "ADDED", "MODIFIED", "DELETED", "BOOKMARK" or "ERROR" (with a Status).
 pub fn encode_watch_event(event_type: &str, object: &Value) -> Result<Vec<u8>, EncodeError> {
-    let object = encode(object)?;
-    let mut extension = Vec::with_capacity(object.len() + 8);
-    wire::put_bytes(&mut extension, 1, &object);
+    watch_frame(event_type, &encode(object)?)
+}
+
+/// One frame of a protobuf watch stream around an object already enveloped (see
+/// [`encode_watch_event`]).
+pub fn watch_frame(event_type: &str, enveloped: &[u8]) -> Result<Vec<u8>, EncodeError> {
+    let mut extension = Vec::with_capacity(enveloped.len() + 8);
+    wire::put_bytes(&mut extension, 1, enveloped);
     let mut event = Vec::with_capacity(extension.len() + event_type.len() + 16);
     wire::put_bytes(&mut event, 1, event_type.as_bytes());
     wire::put_bytes(&mut event, 2, &extension);
@@ -89,6 +97,82 @@ pub fn encode_watch_event(event_type: &str, object: &Value) -> Result<Vec<u8>, E
     frame.extend_from_slice(&len.to_be_bytes());
     frame.extend_from_slice(&event);
     Ok(frame)
+}
+
+/// Wraps the raw protobuf of an object (from [`encode_object`]) in the envelope
+/// (`k8s\0` + `runtime.Unknown`), as a whole protobuf body.
+pub fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+    envelope::wrap(api_version, kind, raw)
+}
+
+/// The bytes around the items of an enveloped list body whose items are encoded
+/// separately (each item's raw protobuf, no envelope): send `head`, then for each item
+/// [`ListFraming::item_header`] and the item's bytes, then `tail`. Lists are assembled
+/// from objects encoded once this way, never copied into one message.
+#[derive(Debug)]
+pub struct ListFraming {
+    pub head: Vec<u8>,
+    pub tail: Vec<u8>,
+    items_field: u32,
+}
+
+impl ListFraming {
+    /// The framing of a list of `kind` (a list kind, such as "PodList") with the list
+    /// metadata `metadata` (`ListMeta` as JSON) and items of the given raw lengths.
+    pub fn new(
+        api_version: &str,
+        kind: &str,
+        metadata: &Value,
+        item_lengths: impl IntoIterator<Item = usize>,
+    ) -> Result<Self, EncodeError> {
+        let index =
+            schema::lookup_kind(api_version, kind).ok_or_else(|| EncodeError::UnknownKind {
+                api_version: api_version.to_owned(),
+                kind: kind.to_owned(),
+            })?;
+        let message = schema::message(index);
+        let items_field = message
+            .fields
+            .iter()
+            .find(|f| f.json == "items")
+            .map(|f| f.number)
+            .ok_or_else(|| EncodeError::UnknownKind {
+                api_version: api_version.to_owned(),
+                kind: kind.to_owned(),
+            })?;
+        let mut only_metadata = serde_json::Map::new();
+        only_metadata.insert("metadata".into(), metadata.clone());
+        let list_meta = encode::object(index, &Value::Object(only_metadata), 0)?;
+        let mut raw_len = list_meta.len() as u64;
+        for len in item_lengths {
+            raw_len += (wire::tag_len(items_field) + wire::varint_len(len as u64) + len) as u64;
+        }
+        let mut head = Vec::with_capacity(64 + list_meta.len());
+        head.extend_from_slice(envelope::MAGIC);
+        let mut type_meta = Vec::with_capacity(api_version.len() + kind.len() + 4);
+        wire::put_bytes(&mut type_meta, 1, api_version.as_bytes());
+        wire::put_bytes(&mut type_meta, 2, kind.as_bytes());
+        wire::put_bytes(&mut head, 1, &type_meta);
+        wire::put_tag(&mut head, 2, wire::LEN);
+        wire::put_varint(&mut head, raw_len);
+        head.extend_from_slice(&list_meta);
+        let mut tail = Vec::with_capacity(4);
+        wire::put_bytes(&mut tail, 3, b"");
+        wire::put_bytes(&mut tail, 4, b"");
+        Ok(Self {
+            head,
+            tail,
+            items_field,
+        })
+    }
+
+    /// What precedes an item of `len` raw bytes.
+    pub fn item_header(&self, len: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8);
+        wire::put_tag(&mut out, self.items_field, wire::LEN);
+        wire::put_varint(&mut out, len as u64);
+        out
+    }
 }
 
 /// Encodes an object's JSON form as the raw protobuf of the given type (no envelope).

@@ -28,8 +28,8 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 3
     Message { name: "io.k8s.api.admissionregistration.v1.MatchResources", special: Special::None, fields: &[
-        f(1, "namespaceSelector", Msg, 483, 0),
-        f(2, "objectSelector", Msg, 483, 0),
+        f(1, "namespaceSelector", Msg, 506, 0),
+        f(2, "objectSelector", Msg, 506, 0),
         f(3, "resourceRules", Msg, 7, REPEATED),
         f(4, "excludeResourceRules", Msg, 7, REPEATED),
         f(7, "matchPolicy", String, 0, POINTER),
@@ -40,23 +40,23 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(2, "clientConfig", Msg, 26, ALWAYS),
         f(3, "rules", Msg, 11, REPEATED),
         f(4, "failurePolicy", String, 0, POINTER),
-        f(5, "namespaceSelector", Msg, 483, 0),
+        f(5, "namespaceSelector", Msg, 506, 0),
         f(6, "sideEffects", String, 0, ALWAYS),
         f(7, "timeoutSeconds", Int32, 0, POINTER),
         f(8, "admissionReviewVersions", String, 0, REPEATED | ALWAYS),
         f(9, "matchPolicy", String, 0, POINTER),
         f(10, "reinvocationPolicy", String, 0, POINTER),
-        f(11, "objectSelector", Msg, 483, 0),
+        f(11, "objectSelector", Msg, 506, 0),
         f(12, "matchConditions", Msg, 2, REPEATED),
     ] },
     // 5
     Message { name: "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "webhooks", Msg, 4, REPEATED),
     ] },
     // 6
     Message { name: "io.k8s.api.admissionregistration.v1.MutatingWebhookConfigurationList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 5, REPEATED),
     ] },
     // 7
@@ -73,7 +73,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     Message { name: "io.k8s.api.admissionregistration.v1.ParamRef", special: Special::None, fields: &[
         f(1, "name", String, 0, 0),
         f(2, "namespace", String, 0, 0),
-        f(3, "selector", Msg, 483, 0),
+        f(3, "selector", Msg, 506, 0),
         f(4, "parameterNotFoundAction", String, 0, POINTER),
     ] },
     // 10
@@ -101,18 +101,18 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 14
     Message { name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 19, 0),
         f(3, "status", Msg, 20, 0),
     ] },
     // 15
     Message { name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 17, 0),
     ] },
     // 16
     Message { name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBindingList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 15, REPEATED),
     ] },
     // 17
@@ -124,7 +124,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 18
     Message { name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 14, REPEATED),
     ] },
     // 19
@@ -141,7 +141,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     Message { name: "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyStatus", special: Special::None, fields: &[
         f(1, "observedGeneration", Int64, 0, 0),
         f(2, "typeChecking", Msg, 13, 0),
-        f(3, "conditions", Msg, 476, REPEATED),
+        f(3, "conditions", Msg, 499, REPEATED),
     ] },
     // 21
     Message { name: "io.k8s.api.admissionregistration.v1.ValidatingWebhook", special: Special::None, fields: &[
@@ -149,22 +149,22 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(2, "clientConfig", Msg, 26, ALWAYS),
         f(3, "rules", Msg, 11, REPEATED),
         f(4, "failurePolicy", String, 0, POINTER),
-        f(5, "namespaceSelector", Msg, 483, 0),
+        f(5, "namespaceSelector", Msg, 506, 0),
         f(6, "sideEffects", String, 0, ALWAYS),
         f(7, "timeoutSeconds", Int32, 0, POINTER),
         f(8, "admissionReviewVersions", String, 0, REPEATED | ALWAYS),
         f(9, "matchPolicy", String, 0, POINTER),
-        f(10, "objectSelector", Msg, 483, 0),
+        f(10, "objectSelector", Msg, 506, 0),
         f(11, "matchConditions", Msg, 2, REPEATED),
     ] },
     // 22
     Message { name: "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "webhooks", Msg, 21, REPEATED),
     ] },
     // 23
     Message { name: "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfigurationList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 22, REPEATED),
     ] },
     // 24
@@ -187,18 +187,18 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 27
     Message { name: "io.k8s.api.apps.v1.ControllerRevision", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "data", Msg, 503, 0),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "data", Msg, 526, 0),
         f(3, "revision", Int64, 0, ALWAYS),
     ] },
     // 28
     Message { name: "io.k8s.api.apps.v1.ControllerRevisionList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 27, REPEATED),
     ] },
     // 29
     Message { name: "io.k8s.api.apps.v1.DaemonSet", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 32, 0),
         f(3, "status", Msg, 33, 0),
     ] },
@@ -206,18 +206,18 @@ pub(crate) static MESSAGES: &[Message] = &[
     Message { name: "io.k8s.api.apps.v1.DaemonSetCondition", special: Special::None, fields: &[
         f(1, "type", String, 0, ALWAYS),
         f(2, "status", String, 0, ALWAYS),
-        f(3, "lastTransitionTime", Msg, 499, 0),
+        f(3, "lastTransitionTime", Msg, 522, 0),
         f(4, "reason", String, 0, 0),
         f(5, "message", String, 0, 0),
     ] },
     // 31
     Message { name: "io.k8s.api.apps.v1.DaemonSetList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 29, REPEATED),
     ] },
     // 32
     Message { name: "io.k8s.api.apps.v1.DaemonSetSpec", special: Special::None, fields: &[
-        f(1, "selector", Msg, 483, ALWAYS),
+        f(1, "selector", Msg, 506, ALWAYS),
         f(2, "template", Msg, 288, ALWAYS),
         f(3, "updateStrategy", Msg, 34, 0),
         f(4, "minReadySeconds", Int32, 0, 0),
@@ -243,7 +243,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 35
     Message { name: "io.k8s.api.apps.v1.Deployment", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 38, 0),
         f(3, "status", Msg, 39, 0),
     ] },
@@ -253,18 +253,18 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(2, "status", String, 0, ALWAYS),
         f(4, "reason", String, 0, 0),
         f(5, "message", String, 0, 0),
-        f(6, "lastUpdateTime", Msg, 499, 0),
-        f(7, "lastTransitionTime", Msg, 499, 0),
+        f(6, "lastUpdateTime", Msg, 522, 0),
+        f(7, "lastTransitionTime", Msg, 522, 0),
     ] },
     // 37
     Message { name: "io.k8s.api.apps.v1.DeploymentList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 35, REPEATED),
     ] },
     // 38
     Message { name: "io.k8s.api.apps.v1.DeploymentSpec", special: Special::None, fields: &[
         f(1, "replicas", Int32, 0, POINTER),
-        f(2, "selector", Msg, 483, ALWAYS),
+        f(2, "selector", Msg, 506, ALWAYS),
         f(3, "template", Msg, 288, ALWAYS),
         f(4, "strategy", Msg, 40, 0),
         f(5, "minReadySeconds", Int32, 0, 0),
@@ -291,7 +291,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 41
     Message { name: "io.k8s.api.apps.v1.ReplicaSet", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 44, 0),
         f(3, "status", Msg, 45, 0),
     ] },
@@ -299,19 +299,19 @@ pub(crate) static MESSAGES: &[Message] = &[
     Message { name: "io.k8s.api.apps.v1.ReplicaSetCondition", special: Special::None, fields: &[
         f(1, "type", String, 0, ALWAYS),
         f(2, "status", String, 0, ALWAYS),
-        f(3, "lastTransitionTime", Msg, 499, 0),
+        f(3, "lastTransitionTime", Msg, 522, 0),
         f(4, "reason", String, 0, 0),
         f(5, "message", String, 0, 0),
     ] },
     // 43
     Message { name: "io.k8s.api.apps.v1.ReplicaSetList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 41, REPEATED),
     ] },
     // 44
     Message { name: "io.k8s.api.apps.v1.ReplicaSetSpec", special: Special::None, fields: &[
         f(1, "replicas", Int32, 0, POINTER),
-        f(2, "selector", Msg, 483, ALWAYS),
+        f(2, "selector", Msg, 506, ALWAYS),
         f(3, "template", Msg, 288, 0),
         f(4, "minReadySeconds", Int32, 0, 0),
     ] },
@@ -327,22 +327,22 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 46
     Message { name: "io.k8s.api.apps.v1.RollingUpdateDaemonSet", special: Special::None, fields: &[
-        f(1, "maxUnavailable", Msg, 506, 0),
-        f(2, "maxSurge", Msg, 506, 0),
+        f(1, "maxUnavailable", Msg, 529, 0),
+        f(2, "maxSurge", Msg, 529, 0),
     ] },
     // 47
     Message { name: "io.k8s.api.apps.v1.RollingUpdateDeployment", special: Special::None, fields: &[
-        f(1, "maxUnavailable", Msg, 506, 0),
-        f(2, "maxSurge", Msg, 506, 0),
+        f(1, "maxUnavailable", Msg, 529, 0),
+        f(2, "maxSurge", Msg, 529, 0),
     ] },
     // 48
     Message { name: "io.k8s.api.apps.v1.RollingUpdateStatefulSetStrategy", special: Special::None, fields: &[
         f(1, "partition", Int32, 0, POINTER),
-        f(2, "maxUnavailable", Msg, 506, 0),
+        f(2, "maxUnavailable", Msg, 529, 0),
     ] },
     // 49
     Message { name: "io.k8s.api.apps.v1.StatefulSet", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 54, 0),
         f(3, "status", Msg, 55, 0),
     ] },
@@ -350,13 +350,13 @@ pub(crate) static MESSAGES: &[Message] = &[
     Message { name: "io.k8s.api.apps.v1.StatefulSetCondition", special: Special::None, fields: &[
         f(1, "type", String, 0, ALWAYS),
         f(2, "status", String, 0, ALWAYS),
-        f(3, "lastTransitionTime", Msg, 499, 0),
+        f(3, "lastTransitionTime", Msg, 522, 0),
         f(4, "reason", String, 0, 0),
         f(5, "message", String, 0, 0),
     ] },
     // 51
     Message { name: "io.k8s.api.apps.v1.StatefulSetList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 49, REPEATED),
     ] },
     // 52
@@ -371,7 +371,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     // 54
     Message { name: "io.k8s.api.apps.v1.StatefulSetSpec", special: Special::None, fields: &[
         f(1, "replicas", Int32, 0, POINTER),
-        f(2, "selector", Msg, 483, ALWAYS),
+        f(2, "selector", Msg, 506, ALWAYS),
         f(3, "template", Msg, 288, ALWAYS),
         f(4, "volumeClaimTemplates", Msg, 257, REPEATED),
         f(5, "serviceName", String, 0, 0),
@@ -413,7 +413,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 59
     Message { name: "io.k8s.api.authentication.v1.SelfSubjectReview", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "status", Msg, 60, 0),
     ] },
     // 60
@@ -422,7 +422,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 61
     Message { name: "io.k8s.api.authentication.v1.TokenRequest", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 62, ALWAYS),
         f(3, "status", Msg, 63, 0),
     ] },
@@ -435,11 +435,11 @@ pub(crate) static MESSAGES: &[Message] = &[
     // 63
     Message { name: "io.k8s.api.authentication.v1.TokenRequestStatus", special: Special::None, fields: &[
         f(1, "token", String, 0, ALWAYS),
-        f(2, "expirationTimestamp", Msg, 499, ALWAYS),
+        f(2, "expirationTimestamp", Msg, 522, ALWAYS),
     ] },
     // 64
     Message { name: "io.k8s.api.authentication.v1.TokenReview", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 65, ALWAYS),
         f(3, "status", Msg, 66, 0),
     ] },
@@ -469,16 +469,16 @@ pub(crate) static MESSAGES: &[Message] = &[
     // 69
     Message { name: "io.k8s.api.authorization.v1.FieldSelectorAttributes", special: Special::None, fields: &[
         f(1, "rawSelector", String, 0, 0),
-        f(2, "requirements", Msg, 479, REPEATED),
+        f(2, "requirements", Msg, 502, REPEATED),
     ] },
     // 70
     Message { name: "io.k8s.api.authorization.v1.LabelSelectorAttributes", special: Special::None, fields: &[
         f(1, "rawSelector", String, 0, 0),
-        f(2, "requirements", Msg, 484, REPEATED),
+        f(2, "requirements", Msg, 507, REPEATED),
     ] },
     // 71
     Message { name: "io.k8s.api.authorization.v1.LocalSubjectAccessReview", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 81, ALWAYS),
         f(3, "status", Msg, 82, 0),
     ] },
@@ -513,7 +513,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 76
     Message { name: "io.k8s.api.authorization.v1.SelfSubjectAccessReview", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 77, ALWAYS),
         f(3, "status", Msg, 82, 0),
     ] },
@@ -524,7 +524,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 78
     Message { name: "io.k8s.api.authorization.v1.SelfSubjectRulesReview", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 79, ALWAYS),
         f(3, "status", Msg, 83, 0),
     ] },
@@ -534,7 +534,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 80
     Message { name: "io.k8s.api.authorization.v1.SubjectAccessReview", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 81, ALWAYS),
         f(3, "status", Msg, 82, 0),
     ] },
@@ -569,13 +569,13 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 85
     Message { name: "io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 87, 0),
         f(3, "status", Msg, 88, 0),
     ] },
     // 86
     Message { name: "io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 85, REPEATED),
     ] },
     // 87
@@ -588,14 +588,14 @@ pub(crate) static MESSAGES: &[Message] = &[
     // 88
     Message { name: "io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerStatus", special: Special::None, fields: &[
         f(1, "observedGeneration", Int64, 0, POINTER),
-        f(2, "lastScaleTime", Msg, 499, 0),
+        f(2, "lastScaleTime", Msg, 522, 0),
         f(3, "currentReplicas", Int32, 0, ALWAYS),
         f(4, "desiredReplicas", Int32, 0, ALWAYS),
         f(5, "currentCPUUtilizationPercentage", Int32, 0, POINTER),
     ] },
     // 89
     Message { name: "io.k8s.api.autoscaling.v1.Scale", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 90, 0),
         f(3, "status", Msg, 91, 0),
     ] },
@@ -638,7 +638,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 97
     Message { name: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 101, 0),
         f(3, "status", Msg, 102, 0),
     ] },
@@ -651,13 +651,13 @@ pub(crate) static MESSAGES: &[Message] = &[
     Message { name: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerCondition", special: Special::None, fields: &[
         f(1, "type", String, 0, ALWAYS),
         f(2, "status", String, 0, ALWAYS),
-        f(3, "lastTransitionTime", Msg, 499, 0),
+        f(3, "lastTransitionTime", Msg, 522, 0),
         f(4, "reason", String, 0, 0),
         f(5, "message", String, 0, 0),
     ] },
     // 100
     Message { name: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 97, REPEATED),
     ] },
     // 101
@@ -671,7 +671,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     // 102
     Message { name: "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus", special: Special::None, fields: &[
         f(1, "observedGeneration", Int64, 0, POINTER),
-        f(2, "lastScaleTime", Msg, 499, 0),
+        f(2, "lastScaleTime", Msg, 522, 0),
         f(3, "currentReplicas", Int32, 0, 0),
         f(4, "desiredReplicas", Int32, 0, ALWAYS),
         f(5, "currentMetrics", Msg, 107, REPEATED),
@@ -688,12 +688,12 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(1, "selectPolicy", String, 0, POINTER),
         f(2, "policies", Msg, 103, REPEATED),
         f(3, "stabilizationWindowSeconds", Int32, 0, POINTER),
-        f(4, "tolerance", Msg, 470, 0),
+        f(4, "tolerance", Msg, 493, 0),
     ] },
     // 105
     Message { name: "io.k8s.api.autoscaling.v2.MetricIdentifier", special: Special::None, fields: &[
         f(1, "name", String, 0, ALWAYS),
-        f(2, "selector", Msg, 483, 0),
+        f(2, "selector", Msg, 506, 0),
     ] },
     // 106
     Message { name: "io.k8s.api.autoscaling.v2.MetricSpec", special: Special::None, fields: &[
@@ -716,14 +716,14 @@ pub(crate) static MESSAGES: &[Message] = &[
     // 108
     Message { name: "io.k8s.api.autoscaling.v2.MetricTarget", special: Special::None, fields: &[
         f(1, "type", String, 0, ALWAYS),
-        f(2, "value", Msg, 470, 0),
-        f(3, "averageValue", Msg, 470, 0),
+        f(2, "value", Msg, 493, 0),
+        f(3, "averageValue", Msg, 493, 0),
         f(4, "averageUtilization", Int32, 0, POINTER),
     ] },
     // 109
     Message { name: "io.k8s.api.autoscaling.v2.MetricValueStatus", special: Special::None, fields: &[
-        f(1, "value", Msg, 470, 0),
-        f(2, "averageValue", Msg, 470, 0),
+        f(1, "value", Msg, 493, 0),
+        f(2, "averageValue", Msg, 493, 0),
         f(3, "averageUtilization", Int32, 0, POINTER),
     ] },
     // 110
@@ -760,13 +760,13 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 116
     Message { name: "io.k8s.api.batch.v1.CronJob", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 118, 0),
         f(3, "status", Msg, 119, 0),
     ] },
     // 117
     Message { name: "io.k8s.api.batch.v1.CronJobList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 116, REPEATED),
     ] },
     // 118
@@ -783,12 +783,12 @@ pub(crate) static MESSAGES: &[Message] = &[
     // 119
     Message { name: "io.k8s.api.batch.v1.CronJobStatus", special: Special::None, fields: &[
         f(1, "active", Msg, 255, REPEATED),
-        f(4, "lastScheduleTime", Msg, 499, 0),
-        f(5, "lastSuccessfulTime", Msg, 499, 0),
+        f(4, "lastScheduleTime", Msg, 522, 0),
+        f(5, "lastSuccessfulTime", Msg, 522, 0),
     ] },
     // 120
     Message { name: "io.k8s.api.batch.v1.Job", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 123, 0),
         f(3, "status", Msg, 124, 0),
     ] },
@@ -796,14 +796,14 @@ pub(crate) static MESSAGES: &[Message] = &[
     Message { name: "io.k8s.api.batch.v1.JobCondition", special: Special::None, fields: &[
         f(1, "type", String, 0, ALWAYS),
         f(2, "status", String, 0, ALWAYS),
-        f(3, "lastProbeTime", Msg, 499, 0),
-        f(4, "lastTransitionTime", Msg, 499, 0),
+        f(3, "lastProbeTime", Msg, 522, 0),
+        f(4, "lastTransitionTime", Msg, 522, 0),
         f(5, "reason", String, 0, 0),
         f(6, "message", String, 0, 0),
     ] },
     // 122
     Message { name: "io.k8s.api.batch.v1.JobList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 120, REPEATED),
     ] },
     // 123
@@ -811,7 +811,7 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(1, "parallelism", Int32, 0, POINTER),
         f(2, "completions", Int32, 0, POINTER),
         f(3, "activeDeadlineSeconds", Int64, 0, POINTER),
-        f(4, "selector", Msg, 483, 0),
+        f(4, "selector", Msg, 506, 0),
         f(5, "manualSelector", Bool, 0, POINTER),
         f(6, "template", Msg, 288, ALWAYS),
         f(7, "backoffLimit", Int32, 0, POINTER),
@@ -828,8 +828,8 @@ pub(crate) static MESSAGES: &[Message] = &[
     // 124
     Message { name: "io.k8s.api.batch.v1.JobStatus", special: Special::None, fields: &[
         f(1, "conditions", Msg, 121, REPEATED),
-        f(2, "startTime", Msg, 499, 0),
-        f(3, "completionTime", Msg, 499, 0),
+        f(2, "startTime", Msg, 522, 0),
+        f(3, "completionTime", Msg, 522, 0),
         f(4, "active", Int32, 0, 0),
         f(5, "succeeded", Int32, 0, 0),
         f(6, "failed", Int32, 0, 0),
@@ -841,7 +841,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 125
     Message { name: "io.k8s.api.batch.v1.JobTemplateSpec", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, 0),
+        f(1, "metadata", Msg, 512, 0),
         f(2, "spec", Msg, 123, 0),
     ] },
     // 126
@@ -881,7 +881,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 133
     Message { name: "io.k8s.api.certificates.v1.CertificateSigningRequest", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 136, ALWAYS),
         f(3, "status", Msg, 137, 0),
     ] },
@@ -890,13 +890,13 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(1, "type", String, 0, ALWAYS),
         f(2, "reason", String, 0, 0),
         f(3, "message", String, 0, 0),
-        f(4, "lastUpdateTime", Msg, 499, 0),
-        f(5, "lastTransitionTime", Msg, 499, 0),
+        f(4, "lastUpdateTime", Msg, 522, 0),
+        f(5, "lastTransitionTime", Msg, 522, 0),
         f(6, "status", String, 0, ALWAYS),
     ] },
     // 135
     Message { name: "io.k8s.api.certificates.v1.CertificateSigningRequestList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 133, REPEATED),
     ] },
     // 136
@@ -921,20 +921,20 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 139
     Message { name: "io.k8s.api.coordination.v1.Lease", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 141, 0),
     ] },
     // 140
     Message { name: "io.k8s.api.coordination.v1.LeaseList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 139, REPEATED),
     ] },
     // 141
     Message { name: "io.k8s.api.coordination.v1.LeaseSpec", special: Special::None, fields: &[
         f(1, "holderIdentity", String, 0, POINTER),
         f(2, "leaseDurationSeconds", Int32, 0, POINTER),
-        f(3, "acquireTime", Msg, 488, 0),
-        f(4, "renewTime", Msg, 488, 0),
+        f(3, "acquireTime", Msg, 511, 0),
+        f(4, "renewTime", Msg, 511, 0),
         f(5, "leaseTransitions", Int32, 0, POINTER),
         f(6, "strategy", String, 0, POINTER),
         f(7, "preferredHolder", String, 0, POINTER),
@@ -986,7 +986,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 149
     Message { name: "io.k8s.api.core.v1.Binding", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "target", Msg, 255, ALWAYS),
     ] },
     // 150
@@ -1055,7 +1055,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     Message { name: "io.k8s.api.core.v1.ClusterTrustBundleProjection", special: Special::None, fields: &[
         f(1, "name", String, 0, POINTER),
         f(2, "signerName", String, 0, POINTER),
-        f(3, "labelSelector", Msg, 483, 0),
+        f(3, "labelSelector", Msg, 506, 0),
         f(4, "path", String, 0, ALWAYS),
         f(5, "optional", Bool, 0, POINTER),
     ] },
@@ -1068,17 +1068,17 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 160
     Message { name: "io.k8s.api.core.v1.ComponentStatus", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "conditions", Msg, 159, REPEATED),
     ] },
     // 161
     Message { name: "io.k8s.api.core.v1.ComponentStatusList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 160, REPEATED),
     ] },
     // 162
     Message { name: "io.k8s.api.core.v1.ConfigMap", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "data", MapString, 0, 0),
         f(3, "binaryData", MapBytes, 0, 0),
         f(4, "immutable", Bool, 0, POINTER),
@@ -1096,7 +1096,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 165
     Message { name: "io.k8s.api.core.v1.ConfigMapList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 162, REPEATED),
     ] },
     // 166
@@ -1173,7 +1173,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 174
     Message { name: "io.k8s.api.core.v1.ContainerStateRunning", special: Special::None, fields: &[
-        f(1, "startedAt", Msg, 499, 0),
+        f(1, "startedAt", Msg, 522, 0),
     ] },
     // 175
     Message { name: "io.k8s.api.core.v1.ContainerStateTerminated", special: Special::None, fields: &[
@@ -1181,8 +1181,8 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(2, "signal", Int32, 0, 0),
         f(3, "reason", String, 0, 0),
         f(4, "message", String, 0, 0),
-        f(5, "startedAt", Msg, 499, 0),
-        f(6, "finishedAt", Msg, 499, 0),
+        f(5, "startedAt", Msg, 522, 0),
+        f(6, "finishedAt", Msg, 522, 0),
         f(7, "containerID", String, 0, 0),
     ] },
     // 176
@@ -1201,7 +1201,7 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(7, "imageID", String, 0, ALWAYS),
         f(8, "containerID", String, 0, 0),
         f(9, "started", Bool, 0, POINTER),
-        f(10, "allocatedResources", MapMessage, 470, 0),
+        f(10, "allocatedResources", MapMessage, 493, 0),
         f(11, "resources", Msg, 310, 0),
         f(12, "volumeMounts", Msg, 350, REPEATED),
         f(13, "user", Msg, 178, 0),
@@ -1235,7 +1235,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     // 183
     Message { name: "io.k8s.api.core.v1.EmptyDirVolumeSource", special: Special::None, fields: &[
         f(1, "medium", String, 0, 0),
-        f(2, "sizeLimit", Msg, 470, 0),
+        f(2, "sizeLimit", Msg, 493, 0),
     ] },
     // 184
     Message { name: "io.k8s.api.core.v1.EndpointAddress", special: Special::None, fields: &[
@@ -1259,12 +1259,12 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 187
     Message { name: "io.k8s.api.core.v1.Endpoints", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "subsets", Msg, 186, REPEATED),
     ] },
     // 188
     Message { name: "io.k8s.api.core.v1.EndpointsList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 187, REPEATED),
     ] },
     // 189
@@ -1324,16 +1324,16 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 195
     Message { name: "io.k8s.api.core.v1.Event", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "involvedObject", Msg, 255, ALWAYS),
         f(3, "reason", String, 0, 0),
         f(4, "message", String, 0, 0),
         f(5, "source", Msg, 198, 0),
-        f(6, "firstTimestamp", Msg, 499, 0),
-        f(7, "lastTimestamp", Msg, 499, 0),
+        f(6, "firstTimestamp", Msg, 522, 0),
+        f(7, "lastTimestamp", Msg, 522, 0),
         f(8, "count", Int32, 0, 0),
         f(9, "type", String, 0, 0),
-        f(10, "eventTime", Msg, 488, 0),
+        f(10, "eventTime", Msg, 511, 0),
         f(11, "series", Msg, 197, 0),
         f(12, "action", String, 0, 0),
         f(13, "related", Msg, 255, 0),
@@ -1342,13 +1342,13 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 196
     Message { name: "io.k8s.api.core.v1.EventList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 195, REPEATED),
     ] },
     // 197
     Message { name: "io.k8s.api.core.v1.EventSeries", special: Special::None, fields: &[
         f(1, "count", Int32, 0, 0),
-        f(2, "lastObservedTime", Msg, 488, 0),
+        f(2, "lastObservedTime", Msg, 511, 0),
     ] },
     // 198
     Message { name: "io.k8s.api.core.v1.EventSource", special: Special::None, fields: &[
@@ -1436,7 +1436,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     // 212
     Message { name: "io.k8s.api.core.v1.HTTPGetAction", special: Special::None, fields: &[
         f(1, "path", String, 0, 0),
-        f(2, "port", Msg, 506, ALWAYS),
+        f(2, "port", Msg, 529, ALWAYS),
         f(3, "host", String, 0, 0),
         f(4, "scheme", String, 0, 0),
         f(5, "httpHeaders", Msg, 213, REPEATED),
@@ -1500,21 +1500,21 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 220
     Message { name: "io.k8s.api.core.v1.LimitRange", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 223, 0),
     ] },
     // 221
     Message { name: "io.k8s.api.core.v1.LimitRangeItem", special: Special::None, fields: &[
         f(1, "type", String, 0, ALWAYS),
-        f(2, "max", MapMessage, 470, 0),
-        f(3, "min", MapMessage, 470, 0),
-        f(4, "default", MapMessage, 470, 0),
-        f(5, "defaultRequest", MapMessage, 470, 0),
-        f(6, "maxLimitRequestRatio", MapMessage, 470, 0),
+        f(2, "max", MapMessage, 493, 0),
+        f(3, "min", MapMessage, 493, 0),
+        f(4, "default", MapMessage, 493, 0),
+        f(5, "defaultRequest", MapMessage, 493, 0),
+        f(6, "maxLimitRequestRatio", MapMessage, 493, 0),
     ] },
     // 222
     Message { name: "io.k8s.api.core.v1.LimitRangeList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 220, REPEATED),
     ] },
     // 223
@@ -1554,7 +1554,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 230
     Message { name: "io.k8s.api.core.v1.Namespace", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 233, 0),
         f(3, "status", Msg, 234, 0),
     ] },
@@ -1562,13 +1562,13 @@ pub(crate) static MESSAGES: &[Message] = &[
     Message { name: "io.k8s.api.core.v1.NamespaceCondition", special: Special::None, fields: &[
         f(1, "type", String, 0, ALWAYS),
         f(2, "status", String, 0, ALWAYS),
-        f(4, "lastTransitionTime", Msg, 499, 0),
+        f(4, "lastTransitionTime", Msg, 522, 0),
         f(5, "reason", String, 0, 0),
         f(6, "message", String, 0, 0),
     ] },
     // 232
     Message { name: "io.k8s.api.core.v1.NamespaceList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 230, REPEATED),
     ] },
     // 233
@@ -1588,7 +1588,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 236
     Message { name: "io.k8s.api.core.v1.Node", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 250, 0),
         f(3, "status", Msg, 251, 0),
     ] },
@@ -1606,8 +1606,8 @@ pub(crate) static MESSAGES: &[Message] = &[
     Message { name: "io.k8s.api.core.v1.NodeCondition", special: Special::None, fields: &[
         f(1, "type", String, 0, ALWAYS),
         f(2, "status", String, 0, ALWAYS),
-        f(3, "lastHeartbeatTime", Msg, 499, 0),
-        f(4, "lastTransitionTime", Msg, 499, 0),
+        f(3, "lastHeartbeatTime", Msg, 522, 0),
+        f(4, "lastTransitionTime", Msg, 522, 0),
         f(5, "reason", String, 0, 0),
         f(6, "message", String, 0, 0),
     ] },
@@ -1632,7 +1632,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 244
     Message { name: "io.k8s.api.core.v1.NodeList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 236, REPEATED),
     ] },
     // 245
@@ -1672,8 +1672,8 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 251
     Message { name: "io.k8s.api.core.v1.NodeStatus", special: Special::None, fields: &[
-        f(1, "capacity", MapMessage, 470, 0),
-        f(2, "allocatable", MapMessage, 470, 0),
+        f(1, "capacity", MapMessage, 493, 0),
+        f(2, "allocatable", MapMessage, 493, 0),
         f(3, "phase", String, 0, 0),
         f(4, "conditions", Msg, 239, REPEATED),
         f(5, "addresses", Msg, 237, REPEATED),
@@ -1721,13 +1721,13 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 256
     Message { name: "io.k8s.api.core.v1.PersistentVolume", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 266, 0),
         f(3, "status", Msg, 267, 0),
     ] },
     // 257
     Message { name: "io.k8s.api.core.v1.PersistentVolumeClaim", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 260, 0),
         f(3, "status", Msg, 261, 0),
     ] },
@@ -1735,14 +1735,14 @@ pub(crate) static MESSAGES: &[Message] = &[
     Message { name: "io.k8s.api.core.v1.PersistentVolumeClaimCondition", special: Special::None, fields: &[
         f(1, "type", String, 0, ALWAYS),
         f(2, "status", String, 0, ALWAYS),
-        f(3, "lastProbeTime", Msg, 499, 0),
-        f(4, "lastTransitionTime", Msg, 499, 0),
+        f(3, "lastProbeTime", Msg, 522, 0),
+        f(4, "lastTransitionTime", Msg, 522, 0),
         f(5, "reason", String, 0, 0),
         f(6, "message", String, 0, 0),
     ] },
     // 259
     Message { name: "io.k8s.api.core.v1.PersistentVolumeClaimList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 257, REPEATED),
     ] },
     // 260
@@ -1750,7 +1750,7 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(1, "accessModes", String, 0, REPEATED),
         f(2, "resources", Msg, 353, 0),
         f(3, "volumeName", String, 0, 0),
-        f(4, "selector", Msg, 483, 0),
+        f(4, "selector", Msg, 506, 0),
         f(5, "storageClassName", String, 0, POINTER),
         f(6, "volumeMode", String, 0, POINTER),
         f(7, "dataSource", Msg, 345, 0),
@@ -1761,16 +1761,16 @@ pub(crate) static MESSAGES: &[Message] = &[
     Message { name: "io.k8s.api.core.v1.PersistentVolumeClaimStatus", special: Special::None, fields: &[
         f(1, "phase", String, 0, 0),
         f(2, "accessModes", String, 0, REPEATED),
-        f(3, "capacity", MapMessage, 470, 0),
+        f(3, "capacity", MapMessage, 493, 0),
         f(4, "conditions", Msg, 258, REPEATED),
-        f(5, "allocatedResources", MapMessage, 470, 0),
+        f(5, "allocatedResources", MapMessage, 493, 0),
         f(7, "allocatedResourceStatuses", MapString, 0, 0),
         f(8, "currentVolumeAttributesClassName", String, 0, POINTER),
         f(9, "modifyVolumeStatus", Msg, 229, 0),
     ] },
     // 262
     Message { name: "io.k8s.api.core.v1.PersistentVolumeClaimTemplate", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, 0),
+        f(1, "metadata", Msg, 512, 0),
         f(2, "spec", Msg, 260, ALWAYS),
     ] },
     // 263
@@ -1780,7 +1780,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 264
     Message { name: "io.k8s.api.core.v1.PersistentVolumeList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 256, REPEATED),
     ] },
     // 265
@@ -1810,7 +1810,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 266
     Message { name: "io.k8s.api.core.v1.PersistentVolumeSpec", special: Special::None, fields: &[
-        f(1, "capacity", MapMessage, 470, 0),
+        f(1, "capacity", MapMessage, 493, 0),
         f(2, "", Msg, 265, INLINE),
         f(3, "accessModes", String, 0, REPEATED),
         f(4, "claimRef", Msg, 255, 0),
@@ -1826,7 +1826,7 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(1, "phase", String, 0, 0),
         f(2, "message", String, 0, 0),
         f(3, "reason", String, 0, 0),
-        f(4, "lastPhaseTransitionTime", Msg, 499, 0),
+        f(4, "lastPhaseTransitionTime", Msg, 522, 0),
     ] },
     // 268
     Message { name: "io.k8s.api.core.v1.PhotonPersistentDiskVolumeSource", special: Special::None, fields: &[
@@ -1835,7 +1835,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 269
     Message { name: "io.k8s.api.core.v1.Pod", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 284, 0),
         f(3, "status", Msg, 285, 0),
     ] },
@@ -1846,10 +1846,10 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 271
     Message { name: "io.k8s.api.core.v1.PodAffinityTerm", special: Special::None, fields: &[
-        f(1, "labelSelector", Msg, 483, 0),
+        f(1, "labelSelector", Msg, 506, 0),
         f(2, "namespaces", String, 0, REPEATED),
         f(3, "topologyKey", String, 0, ALWAYS),
-        f(4, "namespaceSelector", Msg, 483, 0),
+        f(4, "namespaceSelector", Msg, 506, 0),
         f(5, "matchLabelKeys", String, 0, REPEATED),
         f(6, "mismatchLabelKeys", String, 0, REPEATED),
     ] },
@@ -1862,8 +1862,8 @@ pub(crate) static MESSAGES: &[Message] = &[
     Message { name: "io.k8s.api.core.v1.PodCondition", special: Special::None, fields: &[
         f(1, "type", String, 0, ALWAYS),
         f(2, "status", String, 0, ALWAYS),
-        f(3, "lastProbeTime", Msg, 499, 0),
-        f(4, "lastTransitionTime", Msg, 499, 0),
+        f(3, "lastProbeTime", Msg, 522, 0),
+        f(4, "lastTransitionTime", Msg, 522, 0),
         f(5, "reason", String, 0, 0),
         f(6, "message", String, 0, 0),
         f(7, "observedGeneration", Int64, 0, 0),
@@ -1885,7 +1885,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 277
     Message { name: "io.k8s.api.core.v1.PodList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 269, REPEATED),
     ] },
     // 278
@@ -1960,7 +1960,7 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(29, "runtimeClassName", String, 0, POINTER),
         f(30, "enableServiceLinks", Bool, 0, POINTER),
         f(31, "preemptionPolicy", String, 0, POINTER),
-        f(32, "overhead", MapMessage, 470, 0),
+        f(32, "overhead", MapMessage, 493, 0),
         f(33, "topologySpreadConstraints", Msg, 344, REPEATED),
         f(34, "ephemeralContainers", Msg, 192, REPEATED),
         f(35, "setHostnameAsFQDN", Bool, 0, POINTER),
@@ -1978,7 +1978,7 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(4, "reason", String, 0, 0),
         f(5, "hostIP", String, 0, 0),
         f(6, "podIP", String, 0, 0),
-        f(7, "startTime", Msg, 499, 0),
+        f(7, "startTime", Msg, 522, 0),
         f(8, "containerStatuses", Msg, 177, REPEATED),
         f(9, "qosClass", String, 0, 0),
         f(10, "initContainerStatuses", Msg, 177, REPEATED),
@@ -1992,17 +1992,17 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 286
     Message { name: "io.k8s.api.core.v1.PodTemplate", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "template", Msg, 288, 0),
     ] },
     // 287
     Message { name: "io.k8s.api.core.v1.PodTemplateList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 286, REPEATED),
     ] },
     // 288
     Message { name: "io.k8s.api.core.v1.PodTemplateSpec", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, 0),
+        f(1, "metadata", Msg, 512, 0),
         f(2, "spec", Msg, 284, 0),
     ] },
     // 289
@@ -2077,7 +2077,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 298
     Message { name: "io.k8s.api.core.v1.ReplicationController", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 301, 0),
         f(3, "status", Msg, 302, 0),
     ] },
@@ -2085,13 +2085,13 @@ pub(crate) static MESSAGES: &[Message] = &[
     Message { name: "io.k8s.api.core.v1.ReplicationControllerCondition", special: Special::None, fields: &[
         f(1, "type", String, 0, ALWAYS),
         f(2, "status", String, 0, ALWAYS),
-        f(3, "lastTransitionTime", Msg, 499, 0),
+        f(3, "lastTransitionTime", Msg, 522, 0),
         f(4, "reason", String, 0, 0),
         f(5, "message", String, 0, 0),
     ] },
     // 300
     Message { name: "io.k8s.api.core.v1.ReplicationControllerList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 298, REPEATED),
     ] },
     // 301
@@ -2119,7 +2119,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     Message { name: "io.k8s.api.core.v1.ResourceFieldSelector", special: Special::None, fields: &[
         f(1, "containerName", String, 0, 0),
         f(2, "resource", String, 0, ALWAYS),
-        f(3, "divisor", Msg, 470, 0),
+        f(3, "divisor", Msg, 493, 0),
     ] },
     // 305
     Message { name: "io.k8s.api.core.v1.ResourceHealth", special: Special::None, fields: &[
@@ -2128,30 +2128,30 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 306
     Message { name: "io.k8s.api.core.v1.ResourceQuota", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 308, 0),
         f(3, "status", Msg, 309, 0),
     ] },
     // 307
     Message { name: "io.k8s.api.core.v1.ResourceQuotaList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 306, REPEATED),
     ] },
     // 308
     Message { name: "io.k8s.api.core.v1.ResourceQuotaSpec", special: Special::None, fields: &[
-        f(1, "hard", MapMessage, 470, 0),
+        f(1, "hard", MapMessage, 493, 0),
         f(2, "scopes", String, 0, REPEATED),
         f(3, "scopeSelector", Msg, 314, 0),
     ] },
     // 309
     Message { name: "io.k8s.api.core.v1.ResourceQuotaStatus", special: Special::None, fields: &[
-        f(1, "hard", MapMessage, 470, 0),
-        f(2, "used", MapMessage, 470, 0),
+        f(1, "hard", MapMessage, 493, 0),
+        f(2, "used", MapMessage, 493, 0),
     ] },
     // 310
     Message { name: "io.k8s.api.core.v1.ResourceRequirements", special: Special::None, fields: &[
-        f(1, "limits", MapMessage, 470, 0),
-        f(2, "requests", MapMessage, 470, 0),
+        f(1, "limits", MapMessage, 493, 0),
+        f(2, "requests", MapMessage, 493, 0),
         f(3, "claims", Msg, 303, REPEATED),
     ] },
     // 311
@@ -2209,7 +2209,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 318
     Message { name: "io.k8s.api.core.v1.Secret", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "data", MapBytes, 0, 0),
         f(3, "type", String, 0, 0),
         f(4, "stringData", MapString, 0, 0),
@@ -2228,7 +2228,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 321
     Message { name: "io.k8s.api.core.v1.SecretList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 318, REPEATED),
     ] },
     // 322
@@ -2266,20 +2266,20 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 326
     Message { name: "io.k8s.api.core.v1.Service", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "spec", Msg, 332, 0),
         f(3, "status", Msg, 333, 0),
     ] },
     // 327
     Message { name: "io.k8s.api.core.v1.ServiceAccount", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "secrets", Msg, 255, REPEATED),
         f(3, "imagePullSecrets", Msg, 227, REPEATED),
         f(4, "automountServiceAccountToken", Bool, 0, POINTER),
     ] },
     // 328
     Message { name: "io.k8s.api.core.v1.ServiceAccountList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 327, REPEATED),
     ] },
     // 329
@@ -2290,7 +2290,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 330
     Message { name: "io.k8s.api.core.v1.ServiceList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 326, REPEATED),
     ] },
     // 331
@@ -2298,7 +2298,7 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(1, "name", String, 0, 0),
         f(2, "protocol", String, 0, 0),
         f(3, "port", Int32, 0, ALWAYS),
-        f(4, "targetPort", Msg, 506, 0),
+        f(4, "targetPort", Msg, 529, 0),
         f(5, "nodePort", Int32, 0, 0),
         f(6, "appProtocol", String, 0, POINTER),
     ] },
@@ -2328,7 +2328,7 @@ pub(crate) static MESSAGES: &[Message] = &[
     // 333
     Message { name: "io.k8s.api.core.v1.ServiceStatus", special: Special::None, fields: &[
         f(1, "loadBalancer", Msg, 226, 0),
-        f(2, "conditions", Msg, 476, REPEATED),
+        f(2, "conditions", Msg, 499, REPEATED),
     ] },
     // 334
     Message { name: "io.k8s.api.core.v1.SessionAffinityConfig", special: Special::None, fields: &[
@@ -2364,11 +2364,11 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(1, "key", String, 0, ALWAYS),
         f(2, "value", String, 0, 0),
         f(3, "effect", String, 0, ALWAYS),
-        f(4, "timeAdded", Msg, 499, 0),
+        f(4, "timeAdded", Msg, 522, 0),
     ] },
     // 340
     Message { name: "io.k8s.api.core.v1.TCPSocketAction", special: Special::None, fields: &[
-        f(1, "port", Msg, 506, ALWAYS),
+        f(1, "port", Msg, 529, ALWAYS),
         f(2, "host", String, 0, 0),
     ] },
     // 341
@@ -2393,7 +2393,7 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(1, "maxSkew", Int32, 0, ALWAYS),
         f(2, "topologyKey", String, 0, ALWAYS),
         f(3, "whenUnsatisfiable", String, 0, ALWAYS),
-        f(4, "labelSelector", Msg, 483, 0),
+        f(4, "labelSelector", Msg, 506, 0),
         f(5, "minDomains", Int32, 0, POINTER),
         f(6, "nodeAffinityPolicy", String, 0, POINTER),
         f(7, "nodeTaintsPolicy", String, 0, POINTER),
@@ -2453,8 +2453,8 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 353
     Message { name: "io.k8s.api.core.v1.VolumeResourceRequirements", special: Special::None, fields: &[
-        f(1, "limits", MapMessage, 470, 0),
-        f(2, "requests", MapMessage, 470, 0),
+        f(1, "limits", MapMessage, 493, 0),
+        f(2, "requests", MapMessage, 493, 0),
     ] },
     // 354
     Message { name: "io.k8s.api.core.v1.VolumeSource", special: Special::None, fields: &[
@@ -2539,14 +2539,14 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 362
     Message { name: "io.k8s.api.discovery.v1.EndpointSlice", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "endpoints", Msg, 358, REPEATED | ALWAYS),
         f(3, "ports", Msg, 361, REPEATED),
         f(4, "addressType", String, 0, ALWAYS),
     ] },
     // 363
     Message { name: "io.k8s.api.discovery.v1.EndpointSliceList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 362, REPEATED),
     ] },
     // 364
@@ -2559,8 +2559,8 @@ pub(crate) static MESSAGES: &[Message] = &[
     ] },
     // 366
     Message { name: "io.k8s.api.events.v1.Event", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "eventTime", Msg, 488, 0),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "eventTime", Msg, 511, 0),
         f(3, "series", Msg, 368, 0),
         f(4, "reportingController", String, 0, 0),
         f(5, "reportingInstance", String, 0, 0),
@@ -2571,66 +2571,195 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(10, "note", String, 0, 0),
         f(11, "type", String, 0, 0),
         f(12, "deprecatedSource", Msg, 198, 0),
-        f(13, "deprecatedFirstTimestamp", Msg, 499, 0),
-        f(14, "deprecatedLastTimestamp", Msg, 499, 0),
+        f(13, "deprecatedFirstTimestamp", Msg, 522, 0),
+        f(14, "deprecatedLastTimestamp", Msg, 522, 0),
         f(15, "deprecatedCount", Int32, 0, 0),
     ] },
     // 367
     Message { name: "io.k8s.api.events.v1.EventList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
+        f(1, "metadata", Msg, 508, 0),
         f(2, "items", Msg, 366, REPEATED),
     ] },
     // 368
     Message { name: "io.k8s.api.events.v1.EventSeries", special: Special::None, fields: &[
         f(1, "count", Int32, 0, ALWAYS),
-        f(2, "lastObservedTime", Msg, 488, ALWAYS),
+        f(2, "lastObservedTime", Msg, 511, ALWAYS),
     ] },
     // 369
-    Message { name: "io.k8s.api.networking.v1.HTTPIngressPath", special: Special::None, fields: &[
-        f(1, "path", String, 0, 0),
-        f(2, "backend", Msg, 375, ALWAYS),
-        f(3, "pathType", String, 0, ALWAYS | POINTER),
+    Message { name: "io.k8s.api.flowcontrol.v1.ExemptPriorityLevelConfiguration", special: Special::None, fields: &[
+        f(1, "nominalConcurrencyShares", Int32, 0, POINTER),
+        f(2, "lendablePercent", Int32, 0, POINTER),
     ] },
     // 370
-    Message { name: "io.k8s.api.networking.v1.HTTPIngressRuleValue", special: Special::None, fields: &[
-        f(1, "paths", Msg, 369, REPEATED | ALWAYS),
+    Message { name: "io.k8s.api.flowcontrol.v1.FlowDistinguisherMethod", special: Special::None, fields: &[
+        f(1, "type", String, 0, ALWAYS),
     ] },
     // 371
-    Message { name: "io.k8s.api.networking.v1.IPAddress", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "spec", Msg, 373, 0),
+    Message { name: "io.k8s.api.flowcontrol.v1.FlowSchema", special: Special::None, fields: &[
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "spec", Msg, 374, 0),
+        f(3, "status", Msg, 375, 0),
     ] },
     // 372
-    Message { name: "io.k8s.api.networking.v1.IPAddressList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 371, REPEATED),
+    Message { name: "io.k8s.api.flowcontrol.v1.FlowSchemaCondition", special: Special::None, fields: &[
+        f(1, "type", String, 0, 0),
+        f(2, "status", String, 0, 0),
+        f(3, "lastTransitionTime", Msg, 522, 0),
+        f(4, "reason", String, 0, 0),
+        f(5, "message", String, 0, 0),
     ] },
     // 373
-    Message { name: "io.k8s.api.networking.v1.IPAddressSpec", special: Special::None, fields: &[
-        f(1, "parentRef", Msg, 398, ALWAYS),
+    Message { name: "io.k8s.api.flowcontrol.v1.FlowSchemaList", special: Special::None, fields: &[
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 371, REPEATED),
     ] },
     // 374
-    Message { name: "io.k8s.api.networking.v1.Ingress", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "spec", Msg, 387, 0),
-        f(3, "status", Msg, 388, 0),
+    Message { name: "io.k8s.api.flowcontrol.v1.FlowSchemaSpec", special: Special::None, fields: &[
+        f(1, "priorityLevelConfiguration", Msg, 384, ALWAYS),
+        f(2, "matchingPrecedence", Int32, 0, 0),
+        f(3, "distinguisherMethod", Msg, 370, 0),
+        f(4, "rules", Msg, 380, REPEATED),
     ] },
     // 375
-    Message { name: "io.k8s.api.networking.v1.IngressBackend", special: Special::None, fields: &[
-        f(3, "resource", Msg, 345, 0),
-        f(4, "service", Msg, 386, 0),
+    Message { name: "io.k8s.api.flowcontrol.v1.FlowSchemaStatus", special: Special::None, fields: &[
+        f(1, "conditions", Msg, 372, REPEATED),
     ] },
     // 376
-    Message { name: "io.k8s.api.networking.v1.IngressClass", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "spec", Msg, 379, 0),
+    Message { name: "io.k8s.api.flowcontrol.v1.GroupSubject", special: Special::None, fields: &[
+        f(1, "name", String, 0, ALWAYS),
     ] },
     // 377
-    Message { name: "io.k8s.api.networking.v1.IngressClassList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 376, REPEATED),
+    Message { name: "io.k8s.api.flowcontrol.v1.LimitResponse", special: Special::None, fields: &[
+        f(1, "type", String, 0, ALWAYS),
+        f(2, "queuing", Msg, 387, 0),
     ] },
     // 378
+    Message { name: "io.k8s.api.flowcontrol.v1.LimitedPriorityLevelConfiguration", special: Special::None, fields: &[
+        f(1, "nominalConcurrencyShares", Int32, 0, POINTER),
+        f(2, "limitResponse", Msg, 377, 0),
+        f(3, "lendablePercent", Int32, 0, POINTER),
+        f(4, "borrowingLimitPercent", Int32, 0, POINTER),
+    ] },
+    // 379
+    Message { name: "io.k8s.api.flowcontrol.v1.NonResourcePolicyRule", special: Special::None, fields: &[
+        f(1, "verbs", String, 0, REPEATED | ALWAYS),
+        f(6, "nonResourceURLs", String, 0, REPEATED | ALWAYS),
+    ] },
+    // 380
+    Message { name: "io.k8s.api.flowcontrol.v1.PolicyRulesWithSubjects", special: Special::None, fields: &[
+        f(1, "subjects", Msg, 390, REPEATED | ALWAYS),
+        f(2, "resourceRules", Msg, 388, REPEATED),
+        f(3, "nonResourceRules", Msg, 379, REPEATED),
+    ] },
+    // 381
+    Message { name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfiguration", special: Special::None, fields: &[
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "spec", Msg, 385, 0),
+        f(3, "status", Msg, 386, 0),
+    ] },
+    // 382
+    Message { name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationCondition", special: Special::None, fields: &[
+        f(1, "type", String, 0, 0),
+        f(2, "status", String, 0, 0),
+        f(3, "lastTransitionTime", Msg, 522, 0),
+        f(4, "reason", String, 0, 0),
+        f(5, "message", String, 0, 0),
+    ] },
+    // 383
+    Message { name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationList", special: Special::None, fields: &[
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 381, REPEATED),
+    ] },
+    // 384
+    Message { name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationReference", special: Special::None, fields: &[
+        f(1, "name", String, 0, ALWAYS),
+    ] },
+    // 385
+    Message { name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationSpec", special: Special::None, fields: &[
+        f(1, "type", String, 0, ALWAYS),
+        f(2, "limited", Msg, 378, 0),
+        f(3, "exempt", Msg, 369, 0),
+    ] },
+    // 386
+    Message { name: "io.k8s.api.flowcontrol.v1.PriorityLevelConfigurationStatus", special: Special::None, fields: &[
+        f(1, "conditions", Msg, 382, REPEATED),
+    ] },
+    // 387
+    Message { name: "io.k8s.api.flowcontrol.v1.QueuingConfiguration", special: Special::None, fields: &[
+        f(1, "queues", Int32, 0, 0),
+        f(2, "handSize", Int32, 0, 0),
+        f(3, "queueLengthLimit", Int32, 0, 0),
+    ] },
+    // 388
+    Message { name: "io.k8s.api.flowcontrol.v1.ResourcePolicyRule", special: Special::None, fields: &[
+        f(1, "verbs", String, 0, REPEATED | ALWAYS),
+        f(2, "apiGroups", String, 0, REPEATED | ALWAYS),
+        f(3, "resources", String, 0, REPEATED | ALWAYS),
+        f(4, "clusterScope", Bool, 0, 0),
+        f(5, "namespaces", String, 0, REPEATED),
+    ] },
+    // 389
+    Message { name: "io.k8s.api.flowcontrol.v1.ServiceAccountSubject", special: Special::None, fields: &[
+        f(1, "namespace", String, 0, ALWAYS),
+        f(2, "name", String, 0, ALWAYS),
+    ] },
+    // 390
+    Message { name: "io.k8s.api.flowcontrol.v1.Subject", special: Special::None, fields: &[
+        f(1, "kind", String, 0, ALWAYS),
+        f(2, "user", Msg, 391, 0),
+        f(3, "group", Msg, 376, 0),
+        f(4, "serviceAccount", Msg, 389, 0),
+    ] },
+    // 391
+    Message { name: "io.k8s.api.flowcontrol.v1.UserSubject", special: Special::None, fields: &[
+        f(1, "name", String, 0, ALWAYS),
+    ] },
+    // 392
+    Message { name: "io.k8s.api.networking.v1.HTTPIngressPath", special: Special::None, fields: &[
+        f(1, "path", String, 0, 0),
+        f(2, "backend", Msg, 398, ALWAYS),
+        f(3, "pathType", String, 0, ALWAYS | POINTER),
+    ] },
+    // 393
+    Message { name: "io.k8s.api.networking.v1.HTTPIngressRuleValue", special: Special::None, fields: &[
+        f(1, "paths", Msg, 392, REPEATED | ALWAYS),
+    ] },
+    // 394
+    Message { name: "io.k8s.api.networking.v1.IPAddress", special: Special::None, fields: &[
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "spec", Msg, 396, 0),
+    ] },
+    // 395
+    Message { name: "io.k8s.api.networking.v1.IPAddressList", special: Special::None, fields: &[
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 394, REPEATED),
+    ] },
+    // 396
+    Message { name: "io.k8s.api.networking.v1.IPAddressSpec", special: Special::None, fields: &[
+        f(1, "parentRef", Msg, 421, ALWAYS),
+    ] },
+    // 397
+    Message { name: "io.k8s.api.networking.v1.Ingress", special: Special::None, fields: &[
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "spec", Msg, 410, 0),
+        f(3, "status", Msg, 411, 0),
+    ] },
+    // 398
+    Message { name: "io.k8s.api.networking.v1.IngressBackend", special: Special::None, fields: &[
+        f(3, "resource", Msg, 345, 0),
+        f(4, "service", Msg, 409, 0),
+    ] },
+    // 399
+    Message { name: "io.k8s.api.networking.v1.IngressClass", special: Special::None, fields: &[
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "spec", Msg, 402, 0),
+    ] },
+    // 400
+    Message { name: "io.k8s.api.networking.v1.IngressClassList", special: Special::None, fields: &[
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 399, REPEATED),
+    ] },
+    // 401
     Message { name: "io.k8s.api.networking.v1.IngressClassParametersReference", special: Special::None, fields: &[
         f(1, "apiGroup", String, 0, POINTER),
         f(2, "kind", String, 0, ALWAYS),
@@ -2638,218 +2767,218 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(4, "scope", String, 0, POINTER),
         f(5, "namespace", String, 0, POINTER),
     ] },
-    // 379
+    // 402
     Message { name: "io.k8s.api.networking.v1.IngressClassSpec", special: Special::None, fields: &[
         f(1, "controller", String, 0, 0),
-        f(2, "parameters", Msg, 378, 0),
+        f(2, "parameters", Msg, 401, 0),
     ] },
-    // 380
+    // 403
     Message { name: "io.k8s.api.networking.v1.IngressList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 374, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 397, REPEATED),
     ] },
-    // 381
+    // 404
     Message { name: "io.k8s.api.networking.v1.IngressLoadBalancerIngress", special: Special::None, fields: &[
         f(1, "ip", String, 0, 0),
         f(2, "hostname", String, 0, 0),
-        f(4, "ports", Msg, 383, REPEATED),
+        f(4, "ports", Msg, 406, REPEATED),
     ] },
-    // 382
+    // 405
     Message { name: "io.k8s.api.networking.v1.IngressLoadBalancerStatus", special: Special::None, fields: &[
-        f(1, "ingress", Msg, 381, REPEATED),
+        f(1, "ingress", Msg, 404, REPEATED),
     ] },
-    // 383
+    // 406
     Message { name: "io.k8s.api.networking.v1.IngressPortStatus", special: Special::None, fields: &[
         f(1, "port", Int32, 0, ALWAYS),
         f(2, "protocol", String, 0, ALWAYS),
         f(3, "error", String, 0, POINTER),
     ] },
-    // 384
+    // 407
     Message { name: "io.k8s.api.networking.v1.IngressRule", special: Special::None, fields: &[
         f(1, "host", String, 0, 0),
-        f(2, "", Msg, 385, INLINE),
+        f(2, "", Msg, 408, INLINE),
     ] },
-    // 385
+    // 408
     Message { name: "io.k8s.api.networking.v1.IngressRuleValue", special: Special::None, fields: &[
-        f(1, "http", Msg, 370, 0),
+        f(1, "http", Msg, 393, 0),
     ] },
-    // 386
+    // 409
     Message { name: "io.k8s.api.networking.v1.IngressServiceBackend", special: Special::None, fields: &[
         f(1, "name", String, 0, ALWAYS),
-        f(2, "port", Msg, 399, 0),
+        f(2, "port", Msg, 422, 0),
     ] },
-    // 387
+    // 410
     Message { name: "io.k8s.api.networking.v1.IngressSpec", special: Special::None, fields: &[
-        f(1, "defaultBackend", Msg, 375, 0),
-        f(2, "tls", Msg, 389, REPEATED),
-        f(3, "rules", Msg, 384, REPEATED),
+        f(1, "defaultBackend", Msg, 398, 0),
+        f(2, "tls", Msg, 412, REPEATED),
+        f(3, "rules", Msg, 407, REPEATED),
         f(4, "ingressClassName", String, 0, POINTER),
     ] },
-    // 388
+    // 411
     Message { name: "io.k8s.api.networking.v1.IngressStatus", special: Special::None, fields: &[
-        f(1, "loadBalancer", Msg, 382, 0),
+        f(1, "loadBalancer", Msg, 405, 0),
     ] },
-    // 389
+    // 412
     Message { name: "io.k8s.api.networking.v1.IngressTLS", special: Special::None, fields: &[
         f(1, "hosts", String, 0, REPEATED),
         f(2, "secretName", String, 0, 0),
     ] },
-    // 390
+    // 413
     Message { name: "io.k8s.api.networking.v1.IPBlock", special: Special::None, fields: &[
         f(1, "cidr", String, 0, ALWAYS),
         f(2, "except", String, 0, REPEATED),
     ] },
-    // 391
+    // 414
     Message { name: "io.k8s.api.networking.v1.NetworkPolicy", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "spec", Msg, 397, 0),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "spec", Msg, 420, 0),
     ] },
-    // 392
+    // 415
     Message { name: "io.k8s.api.networking.v1.NetworkPolicyEgressRule", special: Special::None, fields: &[
-        f(1, "ports", Msg, 396, REPEATED),
-        f(2, "to", Msg, 395, REPEATED),
+        f(1, "ports", Msg, 419, REPEATED),
+        f(2, "to", Msg, 418, REPEATED),
     ] },
-    // 393
+    // 416
     Message { name: "io.k8s.api.networking.v1.NetworkPolicyIngressRule", special: Special::None, fields: &[
-        f(1, "ports", Msg, 396, REPEATED),
-        f(2, "from", Msg, 395, REPEATED),
+        f(1, "ports", Msg, 419, REPEATED),
+        f(2, "from", Msg, 418, REPEATED),
     ] },
-    // 394
+    // 417
     Message { name: "io.k8s.api.networking.v1.NetworkPolicyList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 391, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 414, REPEATED),
     ] },
-    // 395
+    // 418
     Message { name: "io.k8s.api.networking.v1.NetworkPolicyPeer", special: Special::None, fields: &[
-        f(1, "podSelector", Msg, 483, 0),
-        f(2, "namespaceSelector", Msg, 483, 0),
-        f(3, "ipBlock", Msg, 390, 0),
+        f(1, "podSelector", Msg, 506, 0),
+        f(2, "namespaceSelector", Msg, 506, 0),
+        f(3, "ipBlock", Msg, 413, 0),
     ] },
-    // 396
+    // 419
     Message { name: "io.k8s.api.networking.v1.NetworkPolicyPort", special: Special::None, fields: &[
         f(1, "protocol", String, 0, POINTER),
-        f(2, "port", Msg, 506, 0),
+        f(2, "port", Msg, 529, 0),
         f(3, "endPort", Int32, 0, POINTER),
     ] },
-    // 397
+    // 420
     Message { name: "io.k8s.api.networking.v1.NetworkPolicySpec", special: Special::None, fields: &[
-        f(1, "podSelector", Msg, 483, 0),
-        f(2, "ingress", Msg, 393, REPEATED),
-        f(3, "egress", Msg, 392, REPEATED),
+        f(1, "podSelector", Msg, 506, 0),
+        f(2, "ingress", Msg, 416, REPEATED),
+        f(3, "egress", Msg, 415, REPEATED),
         f(4, "policyTypes", String, 0, REPEATED),
     ] },
-    // 398
+    // 421
     Message { name: "io.k8s.api.networking.v1.ParentReference", special: Special::None, fields: &[
         f(1, "group", String, 0, 0),
         f(2, "resource", String, 0, ALWAYS),
         f(3, "namespace", String, 0, 0),
         f(4, "name", String, 0, ALWAYS),
     ] },
-    // 399
+    // 422
     Message { name: "io.k8s.api.networking.v1.ServiceBackendPort", special: Special::None, fields: &[
         f(1, "name", String, 0, 0),
         f(2, "number", Int32, 0, 0),
     ] },
-    // 400
+    // 423
     Message { name: "io.k8s.api.networking.v1.ServiceCIDR", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "spec", Msg, 402, 0),
-        f(3, "status", Msg, 403, 0),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "spec", Msg, 425, 0),
+        f(3, "status", Msg, 426, 0),
     ] },
-    // 401
+    // 424
     Message { name: "io.k8s.api.networking.v1.ServiceCIDRList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 400, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 423, REPEATED),
     ] },
-    // 402
+    // 425
     Message { name: "io.k8s.api.networking.v1.ServiceCIDRSpec", special: Special::None, fields: &[
         f(1, "cidrs", String, 0, REPEATED),
     ] },
-    // 403
+    // 426
     Message { name: "io.k8s.api.networking.v1.ServiceCIDRStatus", special: Special::None, fields: &[
-        f(1, "conditions", Msg, 476, REPEATED),
+        f(1, "conditions", Msg, 499, REPEATED),
     ] },
-    // 404
+    // 427
     Message { name: "io.k8s.api.node.v1.Overhead", special: Special::None, fields: &[
-        f(1, "podFixed", MapMessage, 470, 0),
+        f(1, "podFixed", MapMessage, 493, 0),
     ] },
-    // 405
+    // 428
     Message { name: "io.k8s.api.node.v1.RuntimeClass", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "handler", String, 0, ALWAYS),
-        f(3, "overhead", Msg, 404, 0),
-        f(4, "scheduling", Msg, 407, 0),
+        f(3, "overhead", Msg, 427, 0),
+        f(4, "scheduling", Msg, 430, 0),
     ] },
-    // 406
+    // 429
     Message { name: "io.k8s.api.node.v1.RuntimeClassList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 405, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 428, REPEATED),
     ] },
-    // 407
+    // 430
     Message { name: "io.k8s.api.node.v1.Scheduling", special: Special::None, fields: &[
         f(1, "nodeSelector", MapString, 0, 0),
         f(2, "tolerations", Msg, 341, REPEATED),
     ] },
-    // 408
+    // 431
     Message { name: "io.k8s.api.policy.v1.Eviction", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "deleteOptions", Msg, 478, 0),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "deleteOptions", Msg, 501, 0),
     ] },
-    // 409
+    // 432
     Message { name: "io.k8s.api.policy.v1.PodDisruptionBudget", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "spec", Msg, 411, 0),
-        f(3, "status", Msg, 412, 0),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "spec", Msg, 434, 0),
+        f(3, "status", Msg, 435, 0),
     ] },
-    // 410
+    // 433
     Message { name: "io.k8s.api.policy.v1.PodDisruptionBudgetList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 409, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 432, REPEATED),
     ] },
-    // 411
+    // 434
     Message { name: "io.k8s.api.policy.v1.PodDisruptionBudgetSpec", special: Special::None, fields: &[
-        f(1, "minAvailable", Msg, 506, 0),
-        f(2, "selector", Msg, 483, 0),
-        f(3, "maxUnavailable", Msg, 506, 0),
+        f(1, "minAvailable", Msg, 529, 0),
+        f(2, "selector", Msg, 506, 0),
+        f(3, "maxUnavailable", Msg, 529, 0),
         f(4, "unhealthyPodEvictionPolicy", String, 0, POINTER),
     ] },
-    // 412
+    // 435
     Message { name: "io.k8s.api.policy.v1.PodDisruptionBudgetStatus", special: Special::None, fields: &[
         f(1, "observedGeneration", Int64, 0, 0),
-        f(2, "disruptedPods", MapMessage, 499, 0),
+        f(2, "disruptedPods", MapMessage, 522, 0),
         f(3, "disruptionsAllowed", Int32, 0, ALWAYS),
         f(4, "currentHealthy", Int32, 0, ALWAYS),
         f(5, "desiredHealthy", Int32, 0, ALWAYS),
         f(6, "expectedPods", Int32, 0, ALWAYS),
-        f(7, "conditions", Msg, 476, REPEATED),
+        f(7, "conditions", Msg, 499, REPEATED),
     ] },
-    // 413
+    // 436
     Message { name: "io.k8s.api.rbac.v1.AggregationRule", special: Special::None, fields: &[
-        f(1, "clusterRoleSelectors", Msg, 483, REPEATED),
+        f(1, "clusterRoleSelectors", Msg, 506, REPEATED),
     ] },
-    // 414
+    // 437
     Message { name: "io.k8s.api.rbac.v1.ClusterRole", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "rules", Msg, 418, REPEATED),
-        f(3, "aggregationRule", Msg, 413, 0),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "rules", Msg, 441, REPEATED),
+        f(3, "aggregationRule", Msg, 436, 0),
     ] },
-    // 415
+    // 438
     Message { name: "io.k8s.api.rbac.v1.ClusterRoleBinding", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "subjects", Msg, 424, REPEATED),
-        f(3, "roleRef", Msg, 423, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "subjects", Msg, 447, REPEATED),
+        f(3, "roleRef", Msg, 446, ALWAYS),
     ] },
-    // 416
+    // 439
     Message { name: "io.k8s.api.rbac.v1.ClusterRoleBindingList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 415, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 438, REPEATED),
     ] },
-    // 417
+    // 440
     Message { name: "io.k8s.api.rbac.v1.ClusterRoleList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 414, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 437, REPEATED),
     ] },
-    // 418
+    // 441
     Message { name: "io.k8s.api.rbac.v1.PolicyRule", special: Special::None, fields: &[
         f(1, "verbs", String, 0, REPEATED | ALWAYS),
         f(2, "apiGroups", String, 0, REPEATED),
@@ -2857,112 +2986,112 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(4, "resourceNames", String, 0, REPEATED),
         f(5, "nonResourceURLs", String, 0, REPEATED),
     ] },
-    // 419
+    // 442
     Message { name: "io.k8s.api.rbac.v1.Role", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "rules", Msg, 418, REPEATED),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "rules", Msg, 441, REPEATED),
     ] },
-    // 420
+    // 443
     Message { name: "io.k8s.api.rbac.v1.RoleBinding", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "subjects", Msg, 424, REPEATED),
-        f(3, "roleRef", Msg, 423, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "subjects", Msg, 447, REPEATED),
+        f(3, "roleRef", Msg, 446, ALWAYS),
     ] },
-    // 421
+    // 444
     Message { name: "io.k8s.api.rbac.v1.RoleBindingList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 420, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 443, REPEATED),
     ] },
-    // 422
+    // 445
     Message { name: "io.k8s.api.rbac.v1.RoleList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 419, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 442, REPEATED),
     ] },
-    // 423
+    // 446
     Message { name: "io.k8s.api.rbac.v1.RoleRef", special: Special::None, fields: &[
         f(1, "apiGroup", String, 0, ALWAYS),
         f(2, "kind", String, 0, ALWAYS),
         f(3, "name", String, 0, ALWAYS),
     ] },
-    // 424
+    // 447
     Message { name: "io.k8s.api.rbac.v1.Subject", special: Special::None, fields: &[
         f(1, "kind", String, 0, ALWAYS),
         f(2, "apiGroup", String, 0, 0),
         f(3, "name", String, 0, ALWAYS),
         f(4, "namespace", String, 0, 0),
     ] },
-    // 425
+    // 448
     Message { name: "io.k8s.api.scheduling.v1.PriorityClass", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "value", Int32, 0, ALWAYS),
         f(3, "globalDefault", Bool, 0, 0),
         f(4, "description", String, 0, 0),
         f(5, "preemptionPolicy", String, 0, POINTER),
     ] },
-    // 426
+    // 449
     Message { name: "io.k8s.api.scheduling.v1.PriorityClassList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 425, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 448, REPEATED),
     ] },
-    // 427
+    // 450
     Message { name: "io.k8s.api.storage.v1.CSIDriver", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "spec", Msg, 429, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "spec", Msg, 452, ALWAYS),
     ] },
-    // 428
+    // 451
     Message { name: "io.k8s.api.storage.v1.CSIDriverList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 427, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 450, REPEATED),
     ] },
-    // 429
+    // 452
     Message { name: "io.k8s.api.storage.v1.CSIDriverSpec", special: Special::None, fields: &[
         f(1, "attachRequired", Bool, 0, POINTER),
         f(2, "podInfoOnMount", Bool, 0, POINTER),
         f(3, "volumeLifecycleModes", String, 0, REPEATED),
         f(4, "storageCapacity", Bool, 0, POINTER),
         f(5, "fsGroupPolicy", String, 0, POINTER),
-        f(6, "tokenRequests", Msg, 438, REPEATED),
+        f(6, "tokenRequests", Msg, 461, REPEATED),
         f(7, "requiresRepublish", Bool, 0, POINTER),
         f(8, "seLinuxMount", Bool, 0, POINTER),
         f(9, "nodeAllocatableUpdatePeriodSeconds", Int64, 0, POINTER),
     ] },
-    // 430
+    // 453
     Message { name: "io.k8s.api.storage.v1.CSINode", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "spec", Msg, 433, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "spec", Msg, 456, ALWAYS),
     ] },
-    // 431
+    // 454
     Message { name: "io.k8s.api.storage.v1.CSINodeDriver", special: Special::None, fields: &[
         f(1, "name", String, 0, ALWAYS),
         f(2, "nodeID", String, 0, ALWAYS),
         f(3, "topologyKeys", String, 0, REPEATED),
-        f(4, "allocatable", Msg, 445, 0),
+        f(4, "allocatable", Msg, 468, 0),
     ] },
-    // 432
+    // 455
     Message { name: "io.k8s.api.storage.v1.CSINodeList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 430, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 453, REPEATED),
     ] },
-    // 433
+    // 456
     Message { name: "io.k8s.api.storage.v1.CSINodeSpec", special: Special::None, fields: &[
-        f(1, "drivers", Msg, 431, REPEATED | ALWAYS),
+        f(1, "drivers", Msg, 454, REPEATED | ALWAYS),
     ] },
-    // 434
+    // 457
     Message { name: "io.k8s.api.storage.v1.CSIStorageCapacity", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "nodeTopology", Msg, 483, 0),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "nodeTopology", Msg, 506, 0),
         f(3, "storageClassName", String, 0, ALWAYS),
-        f(4, "capacity", Msg, 470, 0),
-        f(5, "maximumVolumeSize", Msg, 470, 0),
+        f(4, "capacity", Msg, 493, 0),
+        f(5, "maximumVolumeSize", Msg, 493, 0),
     ] },
-    // 435
+    // 458
     Message { name: "io.k8s.api.storage.v1.CSIStorageCapacityList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 434, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 457, REPEATED),
     ] },
-    // 436
+    // 459
     Message { name: "io.k8s.api.storage.v1.StorageClass", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
+        f(1, "metadata", Msg, 512, ALWAYS),
         f(2, "provisioner", String, 0, ALWAYS),
         f(3, "parameters", MapString, 0, 0),
         f(4, "reclaimPolicy", String, 0, POINTER),
@@ -2971,56 +3100,56 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(7, "volumeBindingMode", String, 0, POINTER),
         f(8, "allowedTopologies", Msg, 343, REPEATED),
     ] },
-    // 437
+    // 460
     Message { name: "io.k8s.api.storage.v1.StorageClassList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 436, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 459, REPEATED),
     ] },
-    // 438
+    // 461
     Message { name: "io.k8s.api.storage.v1.TokenRequest", special: Special::None, fields: &[
         f(1, "audience", String, 0, ALWAYS),
         f(2, "expirationSeconds", Int64, 0, POINTER),
     ] },
-    // 439
+    // 462
     Message { name: "io.k8s.api.storage.v1.VolumeAttachment", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "spec", Msg, 442, ALWAYS),
-        f(3, "status", Msg, 443, 0),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "spec", Msg, 465, ALWAYS),
+        f(3, "status", Msg, 466, 0),
     ] },
-    // 440
+    // 463
     Message { name: "io.k8s.api.storage.v1.VolumeAttachmentList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 439, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 462, REPEATED),
     ] },
-    // 441
+    // 464
     Message { name: "io.k8s.api.storage.v1.VolumeAttachmentSource", special: Special::None, fields: &[
         f(1, "persistentVolumeName", String, 0, POINTER),
         f(2, "inlineVolumeSpec", Msg, 266, 0),
     ] },
-    // 442
+    // 465
     Message { name: "io.k8s.api.storage.v1.VolumeAttachmentSpec", special: Special::None, fields: &[
         f(1, "attacher", String, 0, ALWAYS),
-        f(2, "source", Msg, 441, ALWAYS),
+        f(2, "source", Msg, 464, ALWAYS),
         f(3, "nodeName", String, 0, ALWAYS),
     ] },
-    // 443
+    // 466
     Message { name: "io.k8s.api.storage.v1.VolumeAttachmentStatus", special: Special::None, fields: &[
         f(1, "attached", Bool, 0, ALWAYS),
         f(2, "attachmentMetadata", MapString, 0, 0),
-        f(3, "attachError", Msg, 444, 0),
-        f(4, "detachError", Msg, 444, 0),
+        f(3, "attachError", Msg, 467, 0),
+        f(4, "detachError", Msg, 467, 0),
     ] },
-    // 444
+    // 467
     Message { name: "io.k8s.api.storage.v1.VolumeError", special: Special::None, fields: &[
-        f(1, "time", Msg, 499, 0),
+        f(1, "time", Msg, 522, 0),
         f(2, "message", String, 0, 0),
         f(3, "errorCode", Int32, 0, POINTER),
     ] },
-    // 445
+    // 468
     Message { name: "io.k8s.api.storage.v1.VolumeNodeResources", special: Special::None, fields: &[
         f(1, "count", Int32, 0, POINTER),
     ] },
-    // 446
+    // 469
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceColumnDefinition", special: Special::None, fields: &[
         f(1, "name", String, 0, ALWAYS),
         f(2, "type", String, 0, ALWAYS),
@@ -3029,31 +3158,31 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(5, "priority", Int32, 0, 0),
         f(6, "jsonPath", String, 0, ALWAYS),
     ] },
-    // 447
+    // 470
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceConversion", special: Special::None, fields: &[
         f(1, "strategy", String, 0, ALWAYS),
-        f(2, "webhook", Msg, 469, 0),
+        f(2, "webhook", Msg, 492, 0),
     ] },
-    // 448
+    // 471
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "spec", Msg, 452, ALWAYS),
-        f(3, "status", Msg, 453, 0),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "spec", Msg, 475, ALWAYS),
+        f(3, "status", Msg, 476, 0),
     ] },
-    // 449
+    // 472
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionCondition", special: Special::None, fields: &[
         f(1, "type", String, 0, ALWAYS),
         f(2, "status", String, 0, ALWAYS),
-        f(3, "lastTransitionTime", Msg, 499, 0),
+        f(3, "lastTransitionTime", Msg, 522, 0),
         f(4, "reason", String, 0, 0),
         f(5, "message", String, 0, 0),
     ] },
-    // 450
+    // 473
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 448, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 471, REPEATED),
     ] },
-    // 451
+    // 474
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionNames", special: Special::None, fields: &[
         f(1, "plural", String, 0, ALWAYS),
         f(2, "singular", String, 0, 0),
@@ -3062,61 +3191,61 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(5, "listKind", String, 0, 0),
         f(6, "categories", String, 0, REPEATED),
     ] },
-    // 452
+    // 475
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionSpec", special: Special::None, fields: &[
         f(1, "group", String, 0, ALWAYS),
-        f(3, "names", Msg, 451, ALWAYS),
+        f(3, "names", Msg, 474, ALWAYS),
         f(4, "scope", String, 0, ALWAYS),
-        f(7, "versions", Msg, 454, REPEATED | ALWAYS),
-        f(9, "conversion", Msg, 447, 0),
+        f(7, "versions", Msg, 477, REPEATED | ALWAYS),
+        f(9, "conversion", Msg, 470, 0),
         f(10, "preserveUnknownFields", Bool, 0, 0),
     ] },
-    // 453
+    // 476
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionStatus", special: Special::None, fields: &[
-        f(1, "conditions", Msg, 449, REPEATED),
-        f(2, "acceptedNames", Msg, 451, 0),
+        f(1, "conditions", Msg, 472, REPEATED),
+        f(2, "acceptedNames", Msg, 474, 0),
         f(3, "storedVersions", String, 0, REPEATED),
     ] },
-    // 454
+    // 477
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinitionVersion", special: Special::None, fields: &[
         f(1, "name", String, 0, ALWAYS),
         f(2, "served", Bool, 0, ALWAYS),
         f(3, "storage", Bool, 0, ALWAYS),
-        f(4, "schema", Msg, 458, 0),
-        f(5, "subresources", Msg, 457, 0),
-        f(6, "additionalPrinterColumns", Msg, 446, REPEATED),
+        f(4, "schema", Msg, 481, 0),
+        f(5, "subresources", Msg, 480, 0),
+        f(6, "additionalPrinterColumns", Msg, 469, REPEATED),
         f(7, "deprecated", Bool, 0, 0),
         f(8, "deprecationWarning", String, 0, POINTER),
-        f(9, "selectableFields", Msg, 465, REPEATED),
+        f(9, "selectableFields", Msg, 488, REPEATED),
     ] },
-    // 455
+    // 478
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresourceScale", special: Special::None, fields: &[
         f(1, "specReplicasPath", String, 0, ALWAYS),
         f(2, "statusReplicasPath", String, 0, ALWAYS),
         f(3, "labelSelectorPath", String, 0, POINTER),
     ] },
-    // 456
+    // 479
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresourceStatus", special: Special::None, fields: &[
     ] },
-    // 457
+    // 480
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceSubresources", special: Special::None, fields: &[
-        f(1, "status", Msg, 456, 0),
-        f(2, "scale", Msg, 455, 0),
+        f(1, "status", Msg, 479, 0),
+        f(2, "scale", Msg, 478, 0),
     ] },
-    // 458
+    // 481
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceValidation", special: Special::None, fields: &[
-        f(1, "openAPIV3Schema", Msg, 461, 0),
+        f(1, "openAPIV3Schema", Msg, 484, 0),
     ] },
-    // 459
+    // 482
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.ExternalDocumentation", special: Special::None, fields: &[
         f(1, "description", String, 0, 0),
         f(2, "url", String, 0, 0),
     ] },
-    // 460
+    // 483
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON", special: Special::Json, fields: &[
         f(1, "raw", Bytes, 0, 0),
     ] },
-    // 461
+    // 484
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps", special: Special::None, fields: &[
         f(1, "id", String, 0, 0),
         f(2, "$schema", String, 0, 0),
@@ -3125,7 +3254,7 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(5, "type", String, 0, 0),
         f(6, "format", String, 0, 0),
         f(7, "title", String, 0, 0),
-        f(8, "default", Msg, 460, 0),
+        f(8, "default", Msg, 483, 0),
         f(9, "maximum", Double, 0, POINTER),
         f(10, "exclusiveMaximum", Bool, 0, 0),
         f(11, "minimum", Double, 0, POINTER),
@@ -3137,23 +3266,23 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(17, "minItems", Int64, 0, POINTER),
         f(18, "uniqueItems", Bool, 0, 0),
         f(19, "multipleOf", Double, 0, POINTER),
-        f(20, "enum", Msg, 460, REPEATED),
+        f(20, "enum", Msg, 483, REPEATED),
         f(21, "maxProperties", Int64, 0, POINTER),
         f(22, "minProperties", Int64, 0, POINTER),
         f(23, "required", String, 0, REPEATED),
-        f(24, "items", Msg, 462, 0),
-        f(25, "allOf", Msg, 461, REPEATED),
-        f(26, "oneOf", Msg, 461, REPEATED),
-        f(27, "anyOf", Msg, 461, REPEATED),
-        f(28, "not", Msg, 461, 0),
-        f(29, "properties", MapMessage, 461, 0),
-        f(30, "additionalProperties", Msg, 463, 0),
-        f(31, "patternProperties", MapMessage, 461, 0),
-        f(32, "dependencies", MapMessage, 464, 0),
-        f(33, "additionalItems", Msg, 463, 0),
-        f(34, "definitions", MapMessage, 461, 0),
-        f(35, "externalDocs", Msg, 459, 0),
-        f(36, "example", Msg, 460, 0),
+        f(24, "items", Msg, 485, 0),
+        f(25, "allOf", Msg, 484, REPEATED),
+        f(26, "oneOf", Msg, 484, REPEATED),
+        f(27, "anyOf", Msg, 484, REPEATED),
+        f(28, "not", Msg, 484, 0),
+        f(29, "properties", MapMessage, 484, 0),
+        f(30, "additionalProperties", Msg, 486, 0),
+        f(31, "patternProperties", MapMessage, 484, 0),
+        f(32, "dependencies", MapMessage, 487, 0),
+        f(33, "additionalItems", Msg, 486, 0),
+        f(34, "definitions", MapMessage, 484, 0),
+        f(35, "externalDocs", Msg, 482, 0),
+        f(36, "example", Msg, 483, 0),
         f(37, "nullable", Bool, 0, 0),
         f(38, "x-kubernetes-preserve-unknown-fields", Bool, 0, POINTER),
         f(39, "x-kubernetes-embedded-resource", Bool, 0, 0),
@@ -3161,35 +3290,35 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(41, "x-kubernetes-list-map-keys", String, 0, REPEATED),
         f(42, "x-kubernetes-list-type", String, 0, POINTER),
         f(43, "x-kubernetes-map-type", String, 0, POINTER),
-        f(44, "x-kubernetes-validations", Msg, 467, REPEATED),
+        f(44, "x-kubernetes-validations", Msg, 490, REPEATED),
     ] },
-    // 462
+    // 485
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray", special: Special::SchemaOrArray, fields: &[
-        f(1, "schema", Msg, 461, 0),
-        f(2, "jSonSchemas", Msg, 461, REPEATED),
+        f(1, "schema", Msg, 484, 0),
+        f(2, "jSonSchemas", Msg, 484, REPEATED),
     ] },
-    // 463
+    // 486
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool", special: Special::SchemaOrBool, fields: &[
         f(1, "allows", Bool, 0, 0),
-        f(2, "schema", Msg, 461, 0),
+        f(2, "schema", Msg, 484, 0),
     ] },
-    // 464
+    // 487
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray", special: Special::SchemaOrStringArray, fields: &[
-        f(1, "schema", Msg, 461, 0),
+        f(1, "schema", Msg, 484, 0),
         f(2, "property", String, 0, REPEATED),
     ] },
-    // 465
+    // 488
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.SelectableField", special: Special::None, fields: &[
         f(1, "jsonPath", String, 0, ALWAYS),
     ] },
-    // 466
+    // 489
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.ServiceReference", special: Special::None, fields: &[
         f(1, "namespace", String, 0, ALWAYS),
         f(2, "name", String, 0, ALWAYS),
         f(3, "path", String, 0, POINTER),
         f(4, "port", Int32, 0, POINTER),
     ] },
-    // 467
+    // 490
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.ValidationRule", special: Special::None, fields: &[
         f(1, "rule", String, 0, ALWAYS),
         f(2, "message", String, 0, 0),
@@ -3198,38 +3327,38 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(5, "fieldPath", String, 0, 0),
         f(6, "optionalOldSelf", Bool, 0, POINTER),
     ] },
-    // 468
+    // 491
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.WebhookClientConfig", special: Special::None, fields: &[
-        f(1, "service", Msg, 466, 0),
+        f(1, "service", Msg, 489, 0),
         f(2, "caBundle", Bytes, 0, 0),
         f(3, "url", String, 0, POINTER),
     ] },
-    // 469
+    // 492
     Message { name: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.WebhookConversion", special: Special::None, fields: &[
-        f(2, "clientConfig", Msg, 468, 0),
+        f(2, "clientConfig", Msg, 491, 0),
         f(3, "conversionReviewVersions", String, 0, REPEATED | ALWAYS),
     ] },
-    // 470
+    // 493
     Message { name: "io.k8s.apimachinery.pkg.api.resource.Quantity", special: Special::Quantity, fields: &[
         f(1, "string", String, 0, 0),
     ] },
-    // 471
+    // 494
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroup", special: Special::None, fields: &[
         f(1, "name", String, 0, ALWAYS),
-        f(2, "versions", Msg, 482, REPEATED | ALWAYS),
-        f(3, "preferredVersion", Msg, 482, 0),
-        f(4, "serverAddressByClientCIDRs", Msg, 495, REPEATED),
+        f(2, "versions", Msg, 505, REPEATED | ALWAYS),
+        f(3, "preferredVersion", Msg, 505, 0),
+        f(4, "serverAddressByClientCIDRs", Msg, 518, REPEATED),
     ] },
-    // 472
+    // 495
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.APIGroupList", special: Special::None, fields: &[
-        f(1, "groups", Msg, 471, REPEATED | ALWAYS),
+        f(1, "groups", Msg, 494, REPEATED | ALWAYS),
     ] },
-    // 473
+    // 496
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.APIResource", special: Special::None, fields: &[
         f(1, "name", String, 0, ALWAYS),
         f(2, "namespaced", Bool, 0, ALWAYS),
         f(3, "kind", String, 0, ALWAYS),
-        f(4, "verbs", Msg, 501, ALWAYS),
+        f(4, "verbs", Msg, 524, ALWAYS),
         f(5, "shortNames", String, 0, REPEATED),
         f(6, "singularName", String, 0, ALWAYS),
         f(7, "categories", String, 0, REPEATED),
@@ -3237,78 +3366,78 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(9, "version", String, 0, 0),
         f(10, "storageVersionHash", String, 0, 0),
     ] },
-    // 474
+    // 497
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.APIResourceList", special: Special::None, fields: &[
         f(1, "groupVersion", String, 0, ALWAYS),
-        f(2, "resources", Msg, 473, REPEATED | ALWAYS),
+        f(2, "resources", Msg, 496, REPEATED | ALWAYS),
     ] },
-    // 475
+    // 498
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.APIVersions", special: Special::None, fields: &[
         f(1, "versions", String, 0, REPEATED | ALWAYS),
-        f(2, "serverAddressByClientCIDRs", Msg, 495, REPEATED | ALWAYS),
+        f(2, "serverAddressByClientCIDRs", Msg, 518, REPEATED | ALWAYS),
     ] },
-    // 476
+    // 499
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.Condition", special: Special::None, fields: &[
         f(1, "type", String, 0, ALWAYS),
         f(2, "status", String, 0, ALWAYS),
         f(3, "observedGeneration", Int64, 0, 0),
-        f(4, "lastTransitionTime", Msg, 499, ALWAYS),
+        f(4, "lastTransitionTime", Msg, 522, ALWAYS),
         f(5, "reason", String, 0, ALWAYS),
         f(6, "message", String, 0, ALWAYS),
     ] },
-    // 477
+    // 500
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.CreateOptions", special: Special::None, fields: &[
         f(1, "dryRun", String, 0, REPEATED),
         f(3, "fieldManager", String, 0, 0),
         f(4, "fieldValidation", String, 0, 0),
     ] },
-    // 478
+    // 501
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions", special: Special::None, fields: &[
         f(1, "gracePeriodSeconds", Int64, 0, POINTER),
-        f(2, "preconditions", Msg, 494, 0),
+        f(2, "preconditions", Msg, 517, 0),
         f(3, "orphanDependents", Bool, 0, POINTER),
         f(4, "propagationPolicy", String, 0, POINTER),
         f(5, "dryRun", String, 0, REPEATED),
         f(6, "ignoreStoreReadErrorWithClusterBreakingPotential", Bool, 0, POINTER),
     ] },
-    // 479
+    // 502
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.FieldSelectorRequirement", special: Special::None, fields: &[
         f(1, "key", String, 0, ALWAYS),
         f(2, "operator", String, 0, ALWAYS),
         f(3, "values", String, 0, REPEATED),
     ] },
-    // 480
+    // 503
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1", special: Special::FieldsV1, fields: &[
         f(1, "raw", Bytes, 0, 0),
     ] },
-    // 481
+    // 504
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.GetOptions", special: Special::None, fields: &[
         f(1, "resourceVersion", String, 0, 0),
     ] },
-    // 482
+    // 505
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.GroupVersionForDiscovery", special: Special::None, fields: &[
         f(1, "groupVersion", String, 0, ALWAYS),
         f(2, "version", String, 0, ALWAYS),
     ] },
-    // 483
+    // 506
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector", special: Special::None, fields: &[
         f(1, "matchLabels", MapString, 0, 0),
-        f(2, "matchExpressions", Msg, 484, REPEATED),
+        f(2, "matchExpressions", Msg, 507, REPEATED),
     ] },
-    // 484
+    // 507
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelectorRequirement", special: Special::None, fields: &[
         f(1, "key", String, 0, ALWAYS),
         f(2, "operator", String, 0, ALWAYS),
         f(3, "values", String, 0, REPEATED),
     ] },
-    // 485
+    // 508
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta", special: Special::None, fields: &[
         f(1, "selfLink", String, 0, 0),
         f(2, "resourceVersion", String, 0, 0),
         f(3, "continue", String, 0, 0),
         f(4, "remainingItemCount", Int64, 0, POINTER),
     ] },
-    // 486
+    // 509
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.ListOptions", special: Special::None, fields: &[
         f(1, "labelSelector", String, 0, 0),
         f(2, "fieldSelector", String, 0, 0),
@@ -3321,22 +3450,22 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(10, "resourceVersionMatch", String, 0, 0),
         f(11, "sendInitialEvents", Bool, 0, POINTER),
     ] },
-    // 487
+    // 510
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry", special: Special::None, fields: &[
         f(1, "manager", String, 0, 0),
         f(2, "operation", String, 0, 0),
         f(3, "apiVersion", String, 0, 0),
-        f(4, "time", Msg, 499, 0),
+        f(4, "time", Msg, 522, 0),
         f(6, "fieldsType", String, 0, 0),
-        f(7, "fieldsV1", Msg, 480, 0),
+        f(7, "fieldsV1", Msg, 503, 0),
         f(8, "subresource", String, 0, 0),
     ] },
-    // 488
+    // 511
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime", special: Special::MicroTime, fields: &[
         f(1, "seconds", Int64, 0, 0),
         f(2, "nanos", Int32, 0, 0),
     ] },
-    // 489
+    // 512
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", special: Special::None, fields: &[
         f(1, "name", String, 0, 0),
         f(2, "generateName", String, 0, 0),
@@ -3345,16 +3474,16 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(5, "uid", String, 0, 0),
         f(6, "resourceVersion", String, 0, 0),
         f(7, "generation", Int64, 0, 0),
-        f(8, "creationTimestamp", Msg, 499, 0),
-        f(9, "deletionTimestamp", Msg, 499, 0),
+        f(8, "creationTimestamp", Msg, 522, 0),
+        f(9, "deletionTimestamp", Msg, 522, 0),
         f(10, "deletionGracePeriodSeconds", Int64, 0, POINTER),
         f(11, "labels", MapString, 0, 0),
         f(12, "annotations", MapString, 0, 0),
-        f(13, "ownerReferences", Msg, 490, REPEATED),
+        f(13, "ownerReferences", Msg, 513, REPEATED),
         f(14, "finalizers", String, 0, REPEATED),
-        f(17, "managedFields", Msg, 487, REPEATED),
+        f(17, "managedFields", Msg, 510, REPEATED),
     ] },
-    // 490
+    // 513
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference", special: Special::None, fields: &[
         f(1, "kind", String, 0, ALWAYS),
         f(3, "name", String, 0, ALWAYS),
@@ -3363,120 +3492,120 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(6, "controller", Bool, 0, POINTER),
         f(7, "blockOwnerDeletion", Bool, 0, POINTER),
     ] },
-    // 491
+    // 514
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.PartialObjectMetadata", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, 0),
+        f(1, "metadata", Msg, 512, 0),
     ] },
-    // 492
+    // 515
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.PartialObjectMetadataList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 491, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 514, REPEATED),
     ] },
-    // 493
+    // 516
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.PatchOptions", special: Special::None, fields: &[
         f(1, "dryRun", String, 0, REPEATED),
         f(2, "force", Bool, 0, POINTER),
         f(3, "fieldManager", String, 0, 0),
         f(4, "fieldValidation", String, 0, 0),
     ] },
-    // 494
+    // 517
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.Preconditions", special: Special::None, fields: &[
         f(1, "uid", String, 0, 0),
         f(2, "resourceVersion", String, 0, 0),
     ] },
-    // 495
+    // 518
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.ServerAddressByClientCIDR", special: Special::None, fields: &[
         f(1, "clientCIDR", String, 0, ALWAYS),
         f(2, "serverAddress", String, 0, ALWAYS),
     ] },
-    // 496
+    // 519
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.Status", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, ALWAYS),
+        f(1, "metadata", Msg, 508, ALWAYS),
         f(2, "status", String, 0, 0),
         f(3, "message", String, 0, 0),
         f(4, "reason", String, 0, 0),
-        f(5, "details", Msg, 498, 0),
+        f(5, "details", Msg, 521, 0),
         f(6, "code", Int32, 0, 0),
     ] },
-    // 497
+    // 520
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.StatusCause", special: Special::None, fields: &[
         f(1, "reason", String, 0, 0),
         f(2, "message", String, 0, 0),
         f(3, "field", String, 0, 0),
     ] },
-    // 498
+    // 521
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.StatusDetails", special: Special::None, fields: &[
         f(1, "name", String, 0, 0),
         f(2, "group", String, 0, 0),
         f(3, "kind", String, 0, 0),
-        f(4, "causes", Msg, 497, REPEATED),
+        f(4, "causes", Msg, 520, REPEATED),
         f(5, "retryAfterSeconds", Int32, 0, 0),
         f(6, "uid", String, 0, 0),
     ] },
-    // 499
+    // 522
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.Time", special: Special::Time, fields: &[
         f(1, "seconds", Int64, 0, 0),
         f(2, "nanos", Int32, 0, 0),
     ] },
-    // 500
+    // 523
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.UpdateOptions", special: Special::None, fields: &[
         f(1, "dryRun", String, 0, REPEATED),
         f(2, "fieldManager", String, 0, 0),
         f(3, "fieldValidation", String, 0, 0),
     ] },
-    // 501
+    // 524
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.Verbs", special: Special::StringList, fields: &[
         f(1, "items", String, 0, REPEATED),
     ] },
-    // 502
+    // 525
     Message { name: "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent", special: Special::None, fields: &[
         f(1, "type", String, 0, 0),
-        f(2, "object", Msg, 503, 0),
+        f(2, "object", Msg, 526, 0),
     ] },
-    // 503
+    // 526
     Message { name: "io.k8s.apimachinery.pkg.runtime.RawExtension", special: Special::RawExtension, fields: &[
         f(1, "raw", Bytes, 0, 0),
     ] },
-    // 504
+    // 527
     Message { name: "io.k8s.apimachinery.pkg.runtime.TypeMeta", special: Special::None, fields: &[
         f(1, "apiVersion", String, 0, 0),
         f(2, "kind", String, 0, 0),
     ] },
-    // 505
+    // 528
     Message { name: "io.k8s.apimachinery.pkg.runtime.Unknown", special: Special::None, fields: &[
-        f(1, "typeMeta", Msg, 504, 0),
+        f(1, "typeMeta", Msg, 527, 0),
         f(2, "raw", Bytes, 0, 0),
         f(3, "contentEncoding", String, 0, 0),
         f(4, "contentType", String, 0, 0),
     ] },
-    // 506
+    // 529
     Message { name: "io.k8s.apimachinery.pkg.util.intstr.IntOrString", special: Special::IntOrString, fields: &[
         f(1, "type", Int64, 0, 0),
         f(2, "intVal", Int32, 0, 0),
         f(3, "strVal", String, 0, 0),
     ] },
-    // 507
+    // 530
     Message { name: "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 489, ALWAYS),
-        f(2, "spec", Msg, 510, 0),
-        f(3, "status", Msg, 511, 0),
+        f(1, "metadata", Msg, 512, ALWAYS),
+        f(2, "spec", Msg, 533, 0),
+        f(3, "status", Msg, 534, 0),
     ] },
-    // 508
+    // 531
     Message { name: "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceCondition", special: Special::None, fields: &[
         f(1, "type", String, 0, ALWAYS),
         f(2, "status", String, 0, ALWAYS),
-        f(3, "lastTransitionTime", Msg, 499, 0),
+        f(3, "lastTransitionTime", Msg, 522, 0),
         f(4, "reason", String, 0, 0),
         f(5, "message", String, 0, 0),
     ] },
-    // 509
+    // 532
     Message { name: "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceList", special: Special::None, fields: &[
-        f(1, "metadata", Msg, 485, 0),
-        f(2, "items", Msg, 507, REPEATED),
+        f(1, "metadata", Msg, 508, 0),
+        f(2, "items", Msg, 530, REPEATED),
     ] },
-    // 510
+    // 533
     Message { name: "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceSpec", special: Special::None, fields: &[
-        f(1, "service", Msg, 512, 0),
+        f(1, "service", Msg, 535, 0),
         f(2, "group", String, 0, 0),
         f(3, "version", String, 0, 0),
         f(4, "insecureSkipTLSVerify", Bool, 0, 0),
@@ -3484,11 +3613,11 @@ pub(crate) static MESSAGES: &[Message] = &[
         f(7, "groupPriorityMinimum", Int32, 0, ALWAYS),
         f(8, "versionPriority", Int32, 0, ALWAYS),
     ] },
-    // 511
+    // 534
     Message { name: "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceStatus", special: Special::None, fields: &[
-        f(1, "conditions", Msg, 508, REPEATED),
+        f(1, "conditions", Msg, 531, REPEATED),
     ] },
-    // 512
+    // 535
     Message { name: "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.ServiceReference", special: Special::None, fields: &[
         f(1, "namespace", String, 0, 0),
         f(2, "name", String, 0, 0),
@@ -3506,10 +3635,10 @@ pub(crate) static KINDS: &[(&str, &str, u16)] = &[
     ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyList", 18),
     ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", 22),
     ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfigurationList", 23),
-    ("apiextensions.k8s.io/v1", "CustomResourceDefinition", 448),
-    ("apiextensions.k8s.io/v1", "CustomResourceDefinitionList", 450),
-    ("apiregistration.k8s.io/v1", "APIService", 507),
-    ("apiregistration.k8s.io/v1", "APIServiceList", 509),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition", 471),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinitionList", 473),
+    ("apiregistration.k8s.io/v1", "APIService", 530),
+    ("apiregistration.k8s.io/v1", "APIServiceList", 532),
     ("apps/v1", "ControllerRevision", 27),
     ("apps/v1", "ControllerRevisionList", 28),
     ("apps/v1", "DaemonSet", 29),
@@ -3544,41 +3673,45 @@ pub(crate) static KINDS: &[(&str, &str, u16)] = &[
     ("discovery.k8s.io/v1", "EndpointSliceList", 363),
     ("events.k8s.io/v1", "Event", 366),
     ("events.k8s.io/v1", "EventList", 367),
-    ("networking.k8s.io/v1", "IPAddress", 371),
-    ("networking.k8s.io/v1", "IPAddressList", 372),
-    ("networking.k8s.io/v1", "Ingress", 374),
-    ("networking.k8s.io/v1", "IngressClass", 376),
-    ("networking.k8s.io/v1", "IngressClassList", 377),
-    ("networking.k8s.io/v1", "IngressList", 380),
-    ("networking.k8s.io/v1", "NetworkPolicy", 391),
-    ("networking.k8s.io/v1", "NetworkPolicyList", 394),
-    ("networking.k8s.io/v1", "ServiceCIDR", 400),
-    ("networking.k8s.io/v1", "ServiceCIDRList", 401),
-    ("node.k8s.io/v1", "RuntimeClass", 405),
-    ("node.k8s.io/v1", "RuntimeClassList", 406),
-    ("policy/v1", "Eviction", 408),
-    ("policy/v1", "PodDisruptionBudget", 409),
-    ("policy/v1", "PodDisruptionBudgetList", 410),
-    ("rbac.authorization.k8s.io/v1", "ClusterRole", 414),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", 415),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBindingList", 416),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleList", 417),
-    ("rbac.authorization.k8s.io/v1", "Role", 419),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding", 420),
-    ("rbac.authorization.k8s.io/v1", "RoleBindingList", 421),
-    ("rbac.authorization.k8s.io/v1", "RoleList", 422),
-    ("scheduling.k8s.io/v1", "PriorityClass", 425),
-    ("scheduling.k8s.io/v1", "PriorityClassList", 426),
-    ("storage.k8s.io/v1", "CSIDriver", 427),
-    ("storage.k8s.io/v1", "CSIDriverList", 428),
-    ("storage.k8s.io/v1", "CSINode", 430),
-    ("storage.k8s.io/v1", "CSINodeList", 432),
-    ("storage.k8s.io/v1", "CSIStorageCapacity", 434),
-    ("storage.k8s.io/v1", "CSIStorageCapacityList", 435),
-    ("storage.k8s.io/v1", "StorageClass", 436),
-    ("storage.k8s.io/v1", "StorageClassList", 437),
-    ("storage.k8s.io/v1", "VolumeAttachment", 439),
-    ("storage.k8s.io/v1", "VolumeAttachmentList", 440),
+    ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema", 371),
+    ("flowcontrol.apiserver.k8s.io/v1", "FlowSchemaList", 373),
+    ("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration", 381),
+    ("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfigurationList", 383),
+    ("networking.k8s.io/v1", "IPAddress", 394),
+    ("networking.k8s.io/v1", "IPAddressList", 395),
+    ("networking.k8s.io/v1", "Ingress", 397),
+    ("networking.k8s.io/v1", "IngressClass", 399),
+    ("networking.k8s.io/v1", "IngressClassList", 400),
+    ("networking.k8s.io/v1", "IngressList", 403),
+    ("networking.k8s.io/v1", "NetworkPolicy", 414),
+    ("networking.k8s.io/v1", "NetworkPolicyList", 417),
+    ("networking.k8s.io/v1", "ServiceCIDR", 423),
+    ("networking.k8s.io/v1", "ServiceCIDRList", 424),
+    ("node.k8s.io/v1", "RuntimeClass", 428),
+    ("node.k8s.io/v1", "RuntimeClassList", 429),
+    ("policy/v1", "Eviction", 431),
+    ("policy/v1", "PodDisruptionBudget", 432),
+    ("policy/v1", "PodDisruptionBudgetList", 433),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole", 437),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", 438),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBindingList", 439),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleList", 440),
+    ("rbac.authorization.k8s.io/v1", "Role", 442),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding", 443),
+    ("rbac.authorization.k8s.io/v1", "RoleBindingList", 444),
+    ("rbac.authorization.k8s.io/v1", "RoleList", 445),
+    ("scheduling.k8s.io/v1", "PriorityClass", 448),
+    ("scheduling.k8s.io/v1", "PriorityClassList", 449),
+    ("storage.k8s.io/v1", "CSIDriver", 450),
+    ("storage.k8s.io/v1", "CSIDriverList", 451),
+    ("storage.k8s.io/v1", "CSINode", 453),
+    ("storage.k8s.io/v1", "CSINodeList", 455),
+    ("storage.k8s.io/v1", "CSIStorageCapacity", 457),
+    ("storage.k8s.io/v1", "CSIStorageCapacityList", 458),
+    ("storage.k8s.io/v1", "StorageClass", 459),
+    ("storage.k8s.io/v1", "StorageClassList", 460),
+    ("storage.k8s.io/v1", "VolumeAttachment", 462),
+    ("storage.k8s.io/v1", "VolumeAttachmentList", 463),
     ("v1", "Binding", 149),
     ("v1", "ComponentStatus", 160),
     ("v1", "ComponentStatusList", 161),
@@ -3616,21 +3749,21 @@ pub(crate) static KINDS: &[(&str, &str, u16)] = &[
 
 /// meta/v1 kinds, accepted with any served apiVersion or meta.k8s.io/v1: (kind, index).
 pub(crate) static META_KINDS: &[(&str, u16)] = &[
-    ("APIGroup", 471),
-    ("APIGroupList", 472),
-    ("APIResourceList", 474),
-    ("APIVersions", 475),
-    ("CreateOptions", 477),
-    ("DeleteOptions", 478),
-    ("GetOptions", 481),
-    ("ListOptions", 486),
-    ("PartialObjectMetadata", 491),
-    ("PartialObjectMetadataList", 492),
-    ("PatchOptions", 493),
-    ("Status", 496),
-    ("UpdateOptions", 500),
-    ("WatchEvent", 502),
+    ("APIGroup", 494),
+    ("APIGroupList", 495),
+    ("APIResourceList", 497),
+    ("APIVersions", 498),
+    ("CreateOptions", 500),
+    ("DeleteOptions", 501),
+    ("GetOptions", 504),
+    ("ListOptions", 509),
+    ("PartialObjectMetadata", 514),
+    ("PartialObjectMetadataList", 515),
+    ("PatchOptions", 516),
+    ("Status", 519),
+    ("UpdateOptions", 523),
+    ("WatchEvent", 525),
 ];
 
 /// The index of runtime.Unknown, the envelope.
-pub(crate) const UNKNOWN: u16 = 505;
+pub(crate) const UNKNOWN: u16 = 528;

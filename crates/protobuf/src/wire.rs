@@ -114,6 +114,16 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     out.push(value as u8);
 }
 
+/// How many bytes `put_varint` writes for `value`.
+pub(crate) fn varint_len(value: u64) -> usize {
+    (64 - (value | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// How many bytes `put_tag` writes for a field number.
+pub(crate) fn tag_len(number: u32) -> usize {
+    varint_len(u64::from(number) << 3)
+}
+
 pub(crate) fn put_tag(out: &mut Vec<u8>, number: u32, wire_type: u8) {
     put_varint(out, (u64::from(number) << 3) | u64::from(wire_type));
 }
@@ -128,6 +138,25 @@ pub(crate) fn put_bytes(out: &mut Vec<u8>, number: u32, bytes: &[u8]) {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn varint_lengths_match_what_is_written() {
+        for value in [
+            0,
+            1,
+            127,
+            128,
+            300,
+            16_383,
+            16_384,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ] {
+            let mut out = Vec::new();
+            put_varint(&mut out, value);
+            assert_eq!(varint_len(value), out.len(), "{value}");
+        }
+    }
 
     #[test]
     fn varints_round_trip() {

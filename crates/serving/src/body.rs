@@ -75,7 +75,7 @@ pub struct TooLarge {
 
 impl std::fmt::Display for TooLarge {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the request body is larger than {} bytes", self.limit)
+        write!(f, "Request entity too large: limit is {}", self.limit)
     }
 }
 

@@ -3,26 +3,31 @@
 use kyb_api::Status;
 use std::collections::HashMap;
 
-/// Decoded query parameters (the last value of a repeated name wins, as Go's Get does
-/// for the first; Kubernetes clients do not repeat them).
+/// Decoded query parameters: every value of each name, in order; [`Query::get`] gives the
+/// first, as Go's `Values.Get` does.
 #[derive(Clone, Debug, Default)]
-pub struct Query(HashMap<String, String>);
+pub struct Query(HashMap<String, Vec<String>>);
 
 impl Query {
     pub fn parse(query: Option<&str>) -> Self {
-        let mut map = HashMap::new();
+        let mut map: HashMap<String, Vec<String>> = HashMap::new();
         for pair in query.unwrap_or_default().split('&') {
             if pair.is_empty() {
                 continue; // kube-rs sends `?&limit=500`
             }
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            map.entry(decode(key)).or_insert_with(|| decode(value));
+            map.entry(decode(key)).or_default().push(decode(value));
         }
         Self(map)
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(String::as_str)
+        self.0.get(key).and_then(|v| v.first()).map(String::as_str)
+    }
+
+    /// Every value given for `key` (a list parameter such as `dryRun`).
+    pub fn all(&self, key: &str) -> &[String] {
+        self.0.get(key).map_or(&[], Vec::as_slice)
     }
 
     /// A non-empty value.
@@ -30,17 +35,19 @@ impl Query {
         self.get(key).filter(|v| !v.is_empty())
     }
 
+    /// A boolean parameter as Kubernetes' query decoder reads it: absent, `false` (any
+    /// case) and `0` are false; anything else, the empty value included, is true.
     pub fn flag(&self, key: &str) -> bool {
-        matches!(self.get(key), Some("true" | "1"))
+        self.get(key)
+            .is_some_and(|v| v != "0" && !v.eq_ignore_ascii_case("false"))
     }
 
+    /// An integer parameter; a value that is not one is a 400 with Go's `strconv.ParseInt`
+    /// message, as Kubernetes' query decoder gives it.
     pub fn number(&self, key: &str) -> Result<Option<i64>, Status> {
         match self.value(key) {
             None => Ok(None),
-            Some(v) => v
-                .parse()
-                .map(Some)
-                .map_err(|_| Status::bad_request(format!("invalid value for {key}: {v:?}"))),
+            Some(v) => parse_int(v).map(Some).map_err(Status::bad_request),
         }
     }
 
@@ -54,6 +61,16 @@ impl Query {
             ))),
         }
     }
+}
+
+/// Go's `strconv.ParseInt(v, 10, 64)`, with its error text.
+fn parse_int(v: &str) -> Result<i64, String> {
+    let digits = v.strip_prefix(['+', '-']).unwrap_or(v);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("strconv.ParseInt: parsing {v:?}: invalid syntax"));
+    }
+    v.parse()
+        .map_err(|_| format!("strconv.ParseInt: parsing {v:?}: value out of range"))
 }
 
 /// Percent-decoding, with `+` as a space (form encoding). Invalid escapes stay as they are.
@@ -81,6 +98,29 @@ pub fn decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Percent-decoding of one path segment as Go's `url.PathUnescape` does it: `+` stays a
+/// plus, and a malformed escape (`%zz`, a trailing `%4`) makes the whole path invalid.
+pub fn unescape_path(text: &str) -> Option<String> {
+    if !text.contains('%') {
+        return Some(text.to_string());
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let high = hex(*bytes.get(i + 1)?)?;
+            let low = hex(*bytes.get(i + 2)?)?;
+            out.push(high * 16 + low);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(String::from_utf8_lossy(&out).into_owned())
+}
+
 fn hex(c: u8) -> Option<u8> {
     match c {
         b'0'..=b'9' => Some(c - b'0'),
@@ -105,6 +145,37 @@ mod tests {
         assert_eq!(q.value("empty"), None);
         assert_eq!(decode("100%"), "100%");
         assert_eq!(decode("%zz%4"), "%zz%4");
-        assert!(Query::parse(Some("limit=x")).number("limit").is_err());
+        assert_eq!(
+            Query::parse(Some("timeoutSeconds=abc"))
+                .number("timeoutSeconds")
+                .map_err(|s| (s.code, s.message)),
+            Err((
+                400,
+                "strconv.ParseInt: parsing \"abc\": invalid syntax".to_string()
+            ))
+        );
+        assert!(
+            Query::parse(Some("limit=99999999999999999999"))
+                .number("limit")
+                .is_err_and(|s| s.message.ends_with("value out of range"))
+        );
+        assert_eq!(Query::parse(Some("limit=-5")).number("limit"), Ok(Some(-5)));
+        let q = Query::parse(Some("a=TRUE&b=&c=0&d=False&e=yes"));
+        assert_eq!(
+            ["a", "b", "c", "d", "e", "f"].map(|k| q.flag(k)),
+            [true, true, false, false, true, false]
+        );
+    }
+
+    #[test]
+    fn unescapes_path_segments_as_go() {
+        assert_eq!(
+            unescape_path("system%3Aaggregate-to-admin").as_deref(),
+            Some("system:aggregate-to-admin")
+        );
+        assert_eq!(unescape_path("a+b%2b").as_deref(), Some("a+b+"));
+        for malformed in ["%zz", "a%4", "%", "%%41"] {
+            assert_eq!(unescape_path(malformed), None, "{malformed}");
+        }
     }
 }

@@ -116,13 +116,25 @@ pub enum Target {
     NonResource,
 }
 
-/// Classifies a request. `watch` is the `watch` query parameter.
-pub fn classify(method: &Method, path: &str, watch: bool) -> Target {
-    let parts: Vec<&str> = path
-        .trim_matches('/')
-        .split('/')
+/// The segments of a path, each percent-decoded as Go's `url.URL.Path` is (Kubernetes
+/// reads names, namespaces and subresources from the decoded path, so
+/// `clusterroles/system%3Aaggregate-to-admin` names `system:aggregate-to-admin`); `None`
+/// for a malformed escape, which Go's HTTP server refuses with 400 before any handler.
+pub fn path_segments(path: &str) -> Option<Vec<String>> {
+    path.split('/')
         .filter(|p| !p.is_empty())
-        .collect();
+        .map(crate::query::unescape_path)
+        .filter(|segment| !segment.as_ref().is_some_and(String::is_empty))
+        .collect()
+}
+
+/// Classifies a request. `watch` is the `watch` query parameter; `path` as sent (its
+/// segments are decoded here).
+pub fn classify(method: &Method, path: &str, watch: bool) -> Target {
+    let Some(segments) = path_segments(path) else {
+        return Target::NonResource;
+    };
+    let parts: Vec<&str> = segments.iter().map(String::as_str).collect();
     let (group, version, rest) = match parts.as_slice() {
         ["api", version, rest @ ..] if !rest.is_empty() => ("", *version, rest),
         ["apis", group, version, rest @ ..] if !rest.is_empty() => (*group, *version, rest),
@@ -245,6 +257,36 @@ mod tests {
         );
         let r = resource(Method::GET, "/api/v1/watch/namespaces/ns/pods", false);
         assert_eq!((r.verb, r.namespace.as_deref()), (Verb::Watch, Some("ns")));
+    }
+
+    #[test]
+    fn decodes_every_segment() {
+        let r = resource(
+            Method::GET,
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/system%3Aaggregate-to-admin",
+            false,
+        );
+        assert_eq!(r.name.as_deref(), Some("system:aggregate-to-admin"));
+        let r = resource(
+            Method::GET,
+            "/api/v1/namespaces/%6B%75be-system/pods/a%2Eb/%6Cog",
+            false,
+        );
+        assert_eq!(
+            (
+                r.namespace.as_deref(),
+                r.name.as_deref(),
+                r.subresource.as_deref()
+            ),
+            (Some("kube-system"), Some("a.b"), Some("log"))
+        );
+        let r = resource(Method::GET, "/api/v1/%6Eamespaces/x", false);
+        assert_eq!(
+            (r.resource.as_str(), r.name.as_deref()),
+            ("namespaces", Some("x"))
+        );
+        assert_eq!(path_segments("/api/v1/pods/%zz"), None);
+        assert_eq!(path_segments("/api/v1/pods/a%4"), None);
     }
 
     #[test]

@@ -40,7 +40,7 @@ impl Authenticator {
                 scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
             })
             .filter(|t| !t.is_empty());
-        let api = [service_account::ISSUER.to_string()];
+        let api = self.api_audiences();
         match token.map(|t| self.review_token(t, &api, cache)) {
             Some(Ok((user, _))) => Ok(user),
             Some(Err(error)) => {
@@ -49,6 +49,14 @@ impl Authenticator {
             }
             None => Err(Status::unauthorized("Unauthorized")),
         }
+    }
+
+    /// The API server's own audiences: the service-account issuers.
+    pub fn api_audiences(&self) -> Vec<String> {
+        self.service_accounts.as_ref().map_or_else(
+            || vec![service_account::ISSUER.to_string()],
+            ServiceAccountTokens::api_audiences,
+        )
     }
 
     /// The user a bearer token stands for and the audiences it was accepted for (what a
@@ -60,7 +68,7 @@ impl Authenticator {
         cache: &WatchCache,
     ) -> Result<(User, Vec<String>), String> {
         let audiences = if audiences.is_empty() {
-            vec![service_account::ISSUER.to_string()]
+            self.api_audiences()
         } else {
             audiences.to_vec()
         };

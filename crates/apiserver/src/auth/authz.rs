@@ -90,7 +90,9 @@ impl Authorizer {
             if let Some(name) = &request.name {
                 details.insert("name".into(), name.clone().into());
             }
-            details.insert("group".into(), request.group.clone().into());
+            if !request.group.is_empty() {
+                details.insert("group".into(), request.group.clone().into());
+            }
             details.insert("kind".into(), request.resource.clone().into());
             status.details = Some(serde_json::Value::Object(details));
         }

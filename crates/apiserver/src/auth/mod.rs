@@ -17,6 +17,6 @@ pub use kyb_serving::User;
 pub use kyb_serving::user::AUTHENTICATED;
 pub use node::NodeAuthorizer;
 pub use rbac::Rbac;
-pub use service_account::{BoundObject, ServiceAccountTokens, TokenSpec};
-pub(crate) use service_account::{DEFAULT_EXPIRATION, ISSUER, MIN_EXPIRATION};
+pub use service_account::{BoundObject, IssuerDiscovery, ServiceAccountTokens, TokenSpec};
+pub(crate) use service_account::{DEFAULT_EXPIRATION, MIN_EXPIRATION};
 pub use tokens::TokenFile;

@@ -2,7 +2,9 @@
 //! (`serviceaccounts/<name>/token`, `kubectl create token`) and signed with the cluster's
 //! service-account key; and their authentication, which checks the signature, issuer,
 //! audiences and lifetime, and then that the service account (and the pod, secret or node
-//! the token is bound to) still exists with the UID the token names.
+//! the token is bound to) still exists with the UID the token names. Also the issuer
+//! discovery documents (`/.well-known/openid-configuration`, `/openid/v1/jwks`) as
+//! Kubernetes publishes them.
 
 use crate::cache::WatchCache;
 use kyb_pki::jwt::Signer;
@@ -11,13 +13,15 @@ use kyb_serving::user::AUTHENTICATED;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-/// The issuer of the tokens, and the API server's own audience.
+/// The issuer of the tokens, and the API server's own audience, unless configured.
 pub const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+/// Where the issuer's public keys are published.
+pub const JWKS_PATH: &str = "/openid/v1/jwks";
 /// `spec.expirationSeconds` when the request names none.
 pub const DEFAULT_EXPIRATION: i64 = 3600;
 /// The shortest lifetime a token may ask for.
 pub const MIN_EXPIRATION: i64 = 600;
-/// Clock skew tolerated on `nbf`/`iat`.
+/// Clock skew tolerated on `exp`, `nbf` and `iat` (go-jose's `DefaultLeeway`).
 const LEEWAY: i64 = 60;
 
 /// The object a token is bound to: it is valid only while that object exists.
@@ -45,6 +49,11 @@ pub struct TokenSpec {
 /// Issues and authenticates service-account tokens.
 pub struct ServiceAccountTokens {
     signer: Signer,
+    /// `--service-account-issuer`: the first is written in tokens and published; tokens of
+    /// any are accepted.
+    issuers: Vec<String>,
+    /// `--service-account-jwks-uri`.
+    jwks_uri: Option<String>,
 }
 
 impl std::fmt::Debug for ServiceAccountTokens {
@@ -56,7 +65,55 @@ impl std::fmt::Debug for ServiceAccountTokens {
 
 impl ServiceAccountTokens {
     pub fn new(signer: Signer) -> ServiceAccountTokens {
-        ServiceAccountTokens { signer }
+        ServiceAccountTokens {
+            signer,
+            issuers: vec![ISSUER.to_string()],
+            jwks_uri: None,
+        }
+    }
+
+    /// With the issuers of `--service-account-issuer` (none given: the default one) and
+    /// the `jwks_uri` of `--service-account-jwks-uri`.
+    pub fn with_issuers(mut self, issuers: Vec<String>, jwks_uri: Option<String>) -> Self {
+        if !issuers.is_empty() {
+            self.issuers = issuers;
+        }
+        self.jwks_uri = jwks_uri;
+        self
+    }
+
+    /// The issuer written in new tokens.
+    pub fn issuer(&self) -> &str {
+        self.issuers.first().map_or(ISSUER, String::as_str)
+    }
+
+    /// The API server's own audiences (Kubernetes' default `--api-audiences`: the issuers).
+    pub fn api_audiences(&self) -> Vec<String> {
+        self.issuers.clone()
+    }
+
+    /// The issuer discovery documents, as Kubernetes serves them; `None` when the issuer
+    /// is not an `https` URL (Kubernetes then serves none). `external` is the `host:port`
+    /// the server is reached at, for the default `jwks_uri`.
+    pub fn discovery(&self, external: &str) -> Option<IssuerDiscovery> {
+        let issuer = self.issuer();
+        if !issuer.starts_with("https://") {
+            return None;
+        }
+        let jwks_uri = self
+            .jwks_uri
+            .clone()
+            .unwrap_or_else(|| format!("https://{external}{JWKS_PATH}"));
+        Some(IssuerDiscovery {
+            configuration: json!({
+                "issuer": issuer,
+                "jwks_uri": jwks_uri,
+                "response_types_supported": ["id_token"],
+                "subject_types_supported": ["public"],
+                "id_token_signing_alg_values_supported": [self.signer.algorithm()],
+            }),
+            jwks: json!({"keys": [self.signer.jwk()]}),
+        })
     }
 
     /// A signed token for `spec`, issued at `now` (Unix seconds).
@@ -78,7 +135,7 @@ impl ServiceAccountTokens {
             "aud": spec.audiences,
             "exp": now + spec.expiration_seconds,
             "iat": now,
-            "iss": ISSUER,
+            "iss": self.issuer(),
             "jti": crate::util::new_uid(),
             "kubernetes.io": private,
             "nbf": now,
@@ -101,16 +158,23 @@ impl ServiceAccountTokens {
             return Ok(None);
         }
         let claims = self.signer.verify(token).map_err(|e| e.to_string())?;
-        if claims["iss"].as_str() != Some(ISSUER) {
+        if !claims["iss"]
+            .as_str()
+            .is_some_and(|iss| self.issuers.iter().any(|i| i == iss))
+        {
             return Err("token issuer is not recognised".into());
         }
+        // go-jose's `Claims.Validate`, with its leeway, and Kubernetes' words for each.
         let number = |field: &str| claims[field].as_i64();
+        if number("nbf").is_some_and(|nbf| now + LEEWAY < nbf) {
+            return Err("service account token is not valid yet".into());
+        }
         match number("exp") {
-            Some(exp) if exp > now => {}
+            Some(exp) if now - LEEWAY <= exp => {}
             _ => return Err("service account token has expired".into()),
         }
-        if number("nbf").is_some_and(|nbf| nbf > now + LEEWAY) {
-            return Err("service account token is not valid yet".into());
+        if number("iat").is_some_and(|iat| now + LEEWAY < iat) {
+            return Err("service account token is issued in the future".into());
         }
         let token_audiences: Vec<String> = match &claims["aud"] {
             Value::String(one) => vec![one.clone()],
@@ -187,6 +251,15 @@ impl ServiceAccountTokens {
         };
         Ok(Some((user, accepted)))
     }
+}
+
+/// The service-account issuer's discovery documents.
+#[derive(Clone, Debug)]
+pub struct IssuerDiscovery {
+    /// `/.well-known/openid-configuration`.
+    pub configuration: Value,
+    /// `/openid/v1/jwks`.
+    pub jwks: Value,
 }
 
 /// The object a token names must exist with the same UID and not be gone.

@@ -24,6 +24,8 @@ pub struct CachedObject {
     pub fields: Box<[Box<str>]>,
     /// The parsed object, once [`Self::shared_value`] was asked for it.
     parsed: OnceLock<Arc<Value>>,
+    /// The object's protobuf encoding (no envelope), once a protobuf client asked for it.
+    protobuf: OnceLock<Bytes>,
 }
 
 impl CachedObject {
@@ -82,6 +84,7 @@ impl CachedObject {
             labels,
             fields,
             parsed: OnceLock::new(),
+            protobuf: OnceLock::new(),
         })
     }
 
@@ -124,6 +127,7 @@ impl CachedObject {
             labels,
             fields,
             parsed: OnceLock::new(),
+            protobuf: OnceLock::new(),
         })
     }
 
@@ -178,6 +182,22 @@ impl CachedObject {
         }
         let value = Arc::new(self.value()?);
         Ok(self.parsed.get_or_init(|| value).clone())
+    }
+
+    /// The object's protobuf encoding (its type's message, without the envelope), made
+    /// on first request and then kept with this state, so that protobuf lists and watches
+    /// encode each state once, as the JSON is kept for JSON clients. Only for kinds
+    /// `kyb-protobuf` knows.
+    pub fn protobuf(&self) -> Result<Bytes, String> {
+        if let Some(raw) = self.protobuf.get() {
+            return Ok(raw.clone());
+        }
+        let value = self.value()?;
+        let type_of = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default();
+        let mut raw = kyb_protobuf::encode_object(type_of("apiVersion"), type_of("kind"), &value)
+            .map_err(|e| format!("encoding {} as protobuf: {e}", self.key))?;
+        raw.shrink_to_fit();
+        Ok(self.protobuf.get_or_init(|| Bytes::from(raw)).clone())
     }
 
     /// The same object reported at another revision (a deletion's last state).

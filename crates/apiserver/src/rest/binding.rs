@@ -54,6 +54,7 @@ pub async fn create(call: &Call<'_>) -> Result<Response, Status> {
         name: Some(name.clone()),
         query: call.query.clone(),
         output: call.output,
+        format: call.format,
         headers: call.headers.clone(),
         body: call.body.clone(),
         warnings: Mutex::new(Vec::new()),

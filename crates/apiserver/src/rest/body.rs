@@ -36,20 +36,18 @@ pub enum FieldValidation {
 }
 
 pub fn field_validation(call: &Call<'_>) -> Result<FieldValidation, Status> {
-    match call.query.value("fieldValidation") {
-        None | Some("Warn") => Ok(FieldValidation::Warn),
-        Some("Ignore") => Ok(FieldValidation::Ignore),
-        Some("Strict") => Ok(FieldValidation::Strict),
-        Some(other) => Err(Status::bad_request(format!(
-            "fieldValidation parameter unsupported: {other:?}; supported values: Ignore, Warn, Strict"
-        ))),
-    }
+    super::options::check_field_validation(call)?;
+    Ok(match call.query.value("fieldValidation") {
+        Some("Ignore") => FieldValidation::Ignore,
+        Some("Strict") => FieldValidation::Strict,
+        _ => FieldValidation::Warn,
+    })
 }
 
 /// The body parsed to JSON, whatever its format (patches excluded).
 pub fn parse(call: &Call<'_>) -> Result<Value, Status> {
     let content_type = call.header("content-type");
-    parse_bytes(&call.body, negotiation::body_format(content_type)?)
+    parse_bytes(&call.body, negotiation::object_body_format(content_type)?)
 }
 
 pub fn parse_bytes(body: &[u8], format: BodyFormat) -> Result<Value, Status> {

@@ -41,13 +41,15 @@ pub async fn serve(call: &Call<'_>) -> Result<Response, Status> {
         return Ok(present::value_response(call, &status, StatusCode::OK));
     }
     Ok(match call.output {
-        crate::negotiation::Output::Table(version) => response::json(
+        crate::negotiation::Output::Table(version) => response::encoded(
             StatusCode::OK,
+            call.format,
             &present::table_for(&call.def, version, statuses.into_iter(), None, None),
         ),
         crate::negotiation::Output::PartialObjectMetadata(version)
-        | crate::negotiation::Output::PartialObjectMetadataList(version) => response::json(
+        | crate::negotiation::Output::PartialObjectMetadataList(version) => response::encoded(
             StatusCode::OK,
+            call.format,
             &json!({
                 "kind": "PartialObjectMetadataList",
                 "apiVersion": format!("meta.k8s.io/{version}"),
@@ -55,8 +57,9 @@ pub async fn serve(call: &Call<'_>) -> Result<Response, Status> {
                 "items": statuses.iter().map(|s| present::partial(s, version)).collect::<Vec<_>>(),
             }),
         ),
-        _ => response::json(
+        _ => response::encoded(
             StatusCode::OK,
+            call.format,
             &json!({
                 "kind": "ComponentStatusList",
                 "apiVersion": "v1",

@@ -8,7 +8,7 @@ use super::{Call, present, read};
 use crate::admission::{self, Operation};
 use crate::engine::storage_error;
 use crate::kinds;
-use crate::response::{self, Response};
+use crate::response::Response;
 use crate::util;
 use http::StatusCode;
 use kyb_api::Status;
@@ -63,27 +63,11 @@ pub fn options(call: &Call<'_>) -> Result<DeleteOptions, Status> {
     if let Some(policy) = call.query.value("propagationPolicy") {
         options.propagation = Some(policy.to_string());
     }
-    if let Some(orphan) = call.query.value("orphanDependents") {
-        options.orphan_dependents = Some(orphan == "true");
+    if call.query.get("orphanDependents").is_some() {
+        options.orphan_dependents = Some(call.query.flag("orphanDependents"));
     }
-    options.dry_run |= call.query.dry_run()?;
-    match options.propagation.as_deref() {
-        None | Some("Orphan" | "Background" | "Foreground") => {}
-        Some(other) => {
-            return Err(Status::invalid(
-                "meta.k8s.io",
-                "DeleteOptions",
-                "",
-                &[kyb_api::status::Cause {
-                    reason: "FieldValueNotSupported".into(),
-                    message: format!(
-                        "Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
-                    ),
-                    field: "propagationPolicy".into(),
-                }],
-            ));
-        }
-    }
+    options.dry_run |= super::options::dry_run(call)?;
+    super::options::validate_delete(options.orphan_dependents, options.propagation.as_deref())?;
     if options.grace_period.is_some_and(|g| g < 0) {
         options.grace_period = Some(0);
     }
@@ -108,9 +92,10 @@ pub async fn delete(call: &Call<'_>) -> Result<Response, Status> {
         Outcome::Deleted(object) if call.def.returns_deleted_object => {
             present::stored_value(call, &object, StatusCode::OK)
         }
-        Outcome::Deleted(object) => Ok(response::json(
-            StatusCode::OK,
+        Outcome::Deleted(object) => Ok(present::value_response(
+            call,
             &kyb_api::status::success(&call.def.group, &call.def.plural, &name, meta::uid(&object)),
+            StatusCode::OK,
         )),
     }
 }

@@ -13,20 +13,7 @@ const MAX_MANAGER: usize = 128;
 /// (`kubectl/v1.32.4 (linux/amd64) …` → `kubectl`), as Kubernetes derives it.
 pub fn field_manager(call: &Call<'_>) -> Result<String, Status> {
     if let Some(manager) = call.query.value("fieldManager") {
-        if manager.chars().count() > MAX_MANAGER || manager.chars().any(|c| c.is_control()) {
-            return Err(Status::invalid(
-                "meta.k8s.io",
-                "PatchOptions",
-                "",
-                &[kyb_api::status::Cause {
-                    reason: "FieldValueInvalid".into(),
-                    message: format!(
-                        "Invalid value: {manager:?}: must be at most {MAX_MANAGER} printable characters"
-                    ),
-                    field: "fieldManager".into(),
-                }],
-            ));
-        }
+        super::options::check_field_manager(call.verb, manager)?;
         return Ok(manager.to_string());
     }
     let agent = call.header("user-agent").unwrap_or_default();

@@ -13,6 +13,7 @@ mod body;
 mod component_status;
 mod delete;
 mod managed;
+mod options;
 mod patch;
 mod present;
 mod read;
@@ -31,7 +32,7 @@ pub use service::first_ip as first_service_ip;
 use crate::auth::User;
 use crate::cache::ResourceCache;
 use crate::engine::Engine;
-use crate::negotiation::{self, Output};
+use crate::negotiation::{self, Endpoint, Format, Output};
 use crate::response::{self, Response};
 use bytes::Bytes;
 use http::HeaderMap;
@@ -56,7 +57,9 @@ pub struct Call<'a> {
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub query: Query,
+    /// The representation the client negotiated, and its serialization.
     pub output: Output,
+    pub format: Format,
     pub headers: HeaderMap,
     pub body: Bytes,
     /// Warnings for the client gathered on the way (admission), sent as `Warning` headers.
@@ -86,7 +89,7 @@ impl<'a> Call<'a> {
     pub fn name(&self) -> Result<&str, Status> {
         self.name
             .as_deref()
-            .ok_or_else(|| Status::method_not_allowed("a resource name is required"))
+            .ok_or_else(Status::method_not_supported)
     }
 
     pub fn not_found(&self, name: &str) -> Status {
@@ -131,6 +134,7 @@ impl<'a> Call<'a> {
             name: Some(name.to_string()),
             query: self.query.clone(),
             output: self.output,
+            format: self.format,
             headers: self.headers.clone(),
             body: Bytes::new(),
             warnings: Mutex::new(Vec::new()),
@@ -149,16 +153,24 @@ pub async fn serve(
     headers: HeaderMap,
     body: Bytes,
 ) -> (Response, Vec<(String, String)>) {
+    // Failures are written in the format negotiated without transformations.
+    let error_format = negotiation::error_format(
+        headers
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+    );
     let call = match resolve(engine, user, request, query, headers, body).await {
         Ok(call) => call,
-        Err(status) => return (response::error(&status), Vec::new()),
+        Err(status) => return (response::error_in(error_format, &status), Vec::new()),
     };
     let result = dispatch(&call).await;
     let warnings = call.warnings.into_inner().unwrap_or_default();
     let annotations = call.annotations.into_inner().unwrap_or_default();
     let response = match result {
         Ok(response) => response::with_warnings(response, &warnings),
-        Err(status) => response::with_warnings(response::error(&status), &warnings),
+        Err(status) => {
+            response::with_warnings(response::error_in(error_format, &status), &warnings)
+        }
     };
     (response, annotations)
 }
@@ -202,7 +214,19 @@ async fn resolve(
     let accept = headers
         .get(http::header::ACCEPT)
         .and_then(|v| v.to_str().ok());
-    let output = negotiation::negotiate(accept, false)?;
+    let endpoint = Endpoint {
+        // Built-in kinds have a protobuf form; custom and untyped ones only their metadata.
+        protobuf: kyb_protobuf::is_known(&def.api_version(), &def.kind),
+        // Every stored resource (and its status) has a Table, and so do the readable
+        // `componentstatuses`; the create-only reviews, tokens, bindings, evictions and
+        // scales have none (406, as in Kubernetes).
+        table: (!def.is_virtual() || def.has_verb("list"))
+            && matches!(subresource, None | Some(Subresource::Status)),
+        metadata: true,
+        discovery: false,
+        watch: request.verb == Verb::Watch,
+    };
+    let negotiated = negotiation::negotiate(accept, &endpoint)?;
     Ok(Call {
         engine,
         user,
@@ -213,7 +237,8 @@ async fn resolve(
         namespace: request.namespace,
         name: request.name,
         query,
-        output,
+        output: negotiated.output,
+        format: negotiated.format,
         headers,
         body,
         warnings: Mutex::new(Vec::new()),
@@ -260,11 +285,7 @@ async fn dispatch(call: &Call<'_>) -> Result<Response, Status> {
         }
         return match (call.verb, call.subresource) {
             (Verb::Create, None) => review::create(call).await,
-            _ => Err(Status::method_not_allowed(format!(
-                "{} is not supported on {}",
-                call.verb.as_str(),
-                call.def.plural
-            ))),
+            _ => Err(Status::method_not_supported()),
         };
     }
     match (call.verb, call.subresource) {
@@ -305,6 +326,7 @@ pub fn internal_call<'a>(
         name: None,
         query: Query::default(),
         output: Output::Json,
+        format: Format::Json,
         headers: HeaderMap::new(),
         body: Bytes::new(),
         warnings: Mutex::new(Vec::new()),

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 pub async fn patch(call: &Call<'_>) -> Result<Response, Status> {
     let name = call.name()?.to_string();
-    if negotiation::body_format(call.header("content-type"))? == BodyFormat::ApplyPatch {
+    if format(call)? == BodyFormat::ApplyPatch {
         return apply(call, &name, None).await;
     }
     let (updated, warnings) = patch_object(call, &name, None, |def, new, current| {
@@ -26,6 +26,16 @@ pub async fn patch(call: &Call<'_>) -> Result<Response, Status> {
     .await?;
     let response = present::stored_value(call, &updated, StatusCode::OK)?;
     Ok(response::with_warnings(response, &warnings))
+}
+
+/// The patch type of the request (415, naming the patch types, for anything else).
+pub(crate) fn format(call: &Call<'_>) -> Result<BodyFormat, Status> {
+    let strategic = call
+        .def
+        .strategy
+        .definition()
+        .is_some_and(kyb_patch::strategic::supported);
+    negotiation::patch_format(call.header("content-type"), strategic)
 }
 
 pub(crate) fn patch_error(error: kyb_patch::PatchError) -> Status {
@@ -40,13 +50,10 @@ pub async fn patch_object(
     subresource: Option<&str>,
     prepare: impl Fn(&Resource, &mut Value, &Value) -> Result<(), Status>,
 ) -> Result<(Value, Vec<String>), Status> {
-    let format = negotiation::body_format(call.header("content-type"))?;
-    if !matches!(
-        format,
-        BodyFormat::JsonPatch | BodyFormat::MergePatch | BodyFormat::StrategicMergePatch
-    ) {
-        return Err(Status::unsupported_media_type(
-            call.header("content-type").unwrap_or_default(),
+    let format = format(call)?;
+    if format == BodyFormat::ApplyPatch {
+        return Err(Status::internal(
+            "an apply patch on the non-apply patch path",
         ));
     }
     if call.query.get("force").is_some() {
@@ -67,11 +74,6 @@ pub async fn patch_object(
         .strategy
         .definition()
         .filter(|d| kyb_patch::strategic::supported(d));
-    if format == BodyFormat::StrategicMergePatch && definition.is_none() {
-        return Err(Status::unsupported_media_type(
-            "application/strategic-merge-patch+json is not supported for this resource",
-        ));
-    }
     let definition = definition.unwrap_or_default();
     let patch = body::parse_bytes(&call.body, format)?;
     let mut warnings = body::duplicate_fields(call)?;

@@ -1,9 +1,11 @@
-//! Responses in the representation the client negotiated: the object itself (converted to
-//! the requested version), a Table, or metadata only.
+//! Responses in the representation the client negotiated — the object itself (converted to
+//! the requested version), a Table, or metadata only — serialized as it asked: JSON (the
+//! cached objects' bytes as they are), YAML, or protobuf (each cached object's encoding
+//! made once and kept beside its JSON; lists assembled from those pieces).
 
 use super::Call;
 use crate::cache::object::CachedObject;
-use crate::negotiation::Output;
+use crate::negotiation::{Format, Output};
 use crate::response::{self, Response};
 use http::StatusCode;
 use kyb_api::{Resource, Status};
@@ -43,8 +45,13 @@ pub fn cached(
     object: &CachedObject,
     code: StatusCode,
 ) -> Result<Response, Status> {
-    match call.output {
-        Output::Json => Ok(response::json_bytes(code, object_bytes(call, object)?)),
+    match (call.output, call.format) {
+        (Output::Json, Format::Json) => Ok(response::json_bytes(code, object_bytes(call, object)?)),
+        (Output::Json, Format::Protobuf) if call.in_storage_version() => {
+            let raw = object.protobuf().map_err(Status::internal)?;
+            let body = kyb_protobuf::envelope(&call.def.api_version(), &call.def.kind, &raw);
+            Ok(response::bytes(code, Format::Protobuf.media_type(), body))
+        }
         _ => {
             let value = object_value(call, object)?;
             Ok(value_response(call, &value, code))
@@ -61,10 +68,13 @@ pub fn stored_value(call: &Call<'_>, value: &Value, code: StatusCode) -> Result<
     Ok(value_response(call, &converted, code))
 }
 
-/// One object already in the requested version.
+/// One object already in the requested version, in the negotiated representation and
+/// format. A `Status` (the answer of a delete, binding or eviction) is never transformed.
 pub fn value_response(call: &Call<'_>, value: &Value, code: StatusCode) -> Response {
+    let is_status = value.get("kind").and_then(Value::as_str) == Some("Status");
     match call.output {
-        Output::Json | Output::Discovery(_) => response::json(code, value),
+        _ if is_status => response::encoded(code, call.format, value),
+        Output::Json | Output::Discovery(_) => response::encoded(code, call.format, value),
         Output::Table(version) => {
             let revision = value.pointer("/metadata/resourceVersion").cloned();
             let table = table_for(
@@ -74,10 +84,10 @@ pub fn value_response(call: &Call<'_>, value: &Value, code: StatusCode) -> Respo
                 revision,
                 None,
             );
-            response::json(code, &table)
+            response::encoded(code, call.format, &table)
         }
         Output::PartialObjectMetadata(version) | Output::PartialObjectMetadataList(version) => {
-            response::json(code, &partial(value, version))
+            response::encoded(code, call.format, &partial(value, version))
         }
     }
 }
@@ -93,8 +103,8 @@ pub fn list(
     if let Some(token) = &next {
         list_meta["continue"] = token.clone().into();
     }
-    match call.output {
-        Output::Json | Output::Discovery(_) => {
+    match (call.output, call.format) {
+        (Output::Json | Output::Discovery(_), Format::Json) => {
             // The cached objects' bytes go out as they are, between the list's own pieces:
             // no copy into one large buffer.
             let mut pieces = std::collections::VecDeque::with_capacity(2 * items.len() + 2);
@@ -113,7 +123,36 @@ pub fn list(
             pieces.push_back(bytes::Bytes::from_static(b"]}"));
             Ok(response::json_pieces(StatusCode::OK, pieces))
         }
-        Output::Table(version) => {
+        (Output::Json | Output::Discovery(_), Format::Protobuf) => {
+            // Likewise each object's protobuf encoding, made once and kept in the cache.
+            let raws = items
+                .iter()
+                .map(|o| object_protobuf(call, o))
+                .collect::<Result<Vec<_>, _>>()?;
+            protobuf_list(
+                &call.def.api_version(),
+                &call.def.list_kind(),
+                &list_meta,
+                raws,
+            )
+        }
+        (Output::Json | Output::Discovery(_), Format::Yaml) => {
+            let values = items
+                .iter()
+                .map(|o| object_value(call, o))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(response::encoded(
+                StatusCode::OK,
+                call.format,
+                &json!({
+                    "kind": call.def.list_kind(),
+                    "apiVersion": call.def.api_version(),
+                    "metadata": list_meta,
+                    "items": values,
+                }),
+            ))
+        }
+        (Output::Table(version), _) => {
             let values = items
                 .iter()
                 .map(|o| object_value(call, o))
@@ -125,15 +164,19 @@ pub fn list(
                 Some(list_meta["resourceVersion"].clone()),
                 next,
             );
-            Ok(response::json(StatusCode::OK, &table))
+            Ok(response::encoded(StatusCode::OK, call.format, &table))
         }
-        Output::PartialObjectMetadata(version) | Output::PartialObjectMetadataList(version) => {
+        (
+            Output::PartialObjectMetadata(version) | Output::PartialObjectMetadataList(version),
+            _,
+        ) => {
             let items = items
                 .iter()
                 .map(|o| object_value(call, o).map(|v| partial(&v, version)))
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok(response::json(
+            Ok(response::encoded(
                 StatusCode::OK,
+                call.format,
                 &json!({
                     "kind": "PartialObjectMetadataList",
                     "apiVersion": format!("meta.k8s.io/{version}"),
@@ -143,6 +186,46 @@ pub fn list(
             ))
         }
     }
+}
+
+/// An object's protobuf encoding (no envelope) in the requested version: the cached one
+/// in the storage version, else encoded from the converted object.
+fn object_protobuf(call: &Call<'_>, object: &CachedObject) -> Result<bytes::Bytes, Status> {
+    if call.in_storage_version() {
+        return object.protobuf().map_err(Status::internal);
+    }
+    let value = object_value(call, object)?;
+    kyb_protobuf::encode_object(&call.def.api_version(), &call.def.kind, &value)
+        .map(Into::into)
+        .map_err(|e| Status::internal(format!("encoding as protobuf: {e}")))
+}
+
+/// An enveloped protobuf list body from its items' encodings, sent as pieces.
+fn protobuf_list(
+    api_version: &str,
+    list_kind: &str,
+    list_meta: &Value,
+    raws: Vec<bytes::Bytes>,
+) -> Result<Response, Status> {
+    let mut framing = kyb_protobuf::ListFraming::new(
+        api_version,
+        list_kind,
+        list_meta,
+        raws.iter().map(bytes::Bytes::len),
+    )
+    .map_err(|e| Status::internal(format!("encoding as protobuf: {e}")))?;
+    let mut pieces = std::collections::VecDeque::with_capacity(2 * raws.len() + 2);
+    pieces.push_back(bytes::Bytes::from(std::mem::take(&mut framing.head)));
+    for raw in raws {
+        pieces.push_back(bytes::Bytes::from(framing.item_header(raw.len())));
+        pieces.push_back(raw);
+    }
+    pieces.push_back(bytes::Bytes::from(std::mem::take(&mut framing.tail)));
+    Ok(response::pieces(
+        StatusCode::OK,
+        Format::Protobuf.media_type(),
+        pieces,
+    ))
 }
 
 /// `PartialObjectMetadata` of an object.

@@ -126,20 +126,8 @@ pub async fn list(call: &Call<'_>) -> Result<Response, Status> {
     };
     let prefix = list_prefix(call, &filter);
     let resource_version = call.query.get("resourceVersion").filter(|v| !v.is_empty());
-    let exact = match call.query.value("resourceVersionMatch") {
-        None | Some("NotOlderThan") => false,
-        Some("Exact") => true,
-        Some(other) => {
-            return Err(Status::bad_request(format!(
-                "resourceVersionMatch: Unsupported value: {other:?}: supported values: \"Exact\", \"NotOlderThan\""
-            )));
-        }
-    };
-    if call.query.value("resourceVersionMatch").is_some() && resource_version.is_none() {
-        return Err(Status::bad_request(
-            "resourceVersionMatch is forbidden unless resourceVersion is provided",
-        ));
-    }
+    super::options::validate_list(&call.query, false)?;
+    let exact = call.query.value("resourceVersionMatch") == Some("Exact");
     if let Some(token) = call.query.value("continue") {
         if resource_version.is_some() {
             return Err(Status::bad_request(
@@ -192,17 +180,25 @@ async fn list_from_storage(
     revision: Revision,
 ) -> Result<Response, Status> {
     let mut request = ListRequest::prefix(prefix.as_bytes().to_vec()).at_revision(revision);
+    let expired = if start.is_some() {
+        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."
+    } else {
+        "The resourceVersion for the provided list is too old."
+    };
     request.start = start.map(String::into_bytes);
     request.limit = if limit == 0 { 0 } else { limit.max(100) };
     let mut items = Vec::new();
     let mut next = None;
     'pages: loop {
-        let page = call.engine.store.list(&request).await.map_err(|e| match e {
-            kyb_storage::Error::Compacted { .. } => Status::expired(
-                "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
-            ),
-            other => crate::engine::storage_error(other),
-        })?;
+        let page = call
+            .engine
+            .store
+            .list(&request)
+            .await
+            .map_err(|e| match e {
+                kyb_storage::Error::Compacted { .. } => Status::expired(expired),
+                other => crate::engine::storage_error(other),
+            })?;
         for kv in &page.kvs {
             let object =
                 CachedObject::from_stored(call.storage(), &kv.key, &kv.value, kv.mod_revision)

@@ -9,7 +9,7 @@
 
 use super::{Call, body};
 use crate::auth::User;
-use crate::response::{self, Response};
+use crate::response::Response;
 use http::StatusCode;
 use kyb_api::Status;
 use kyb_api::status::Cause;
@@ -45,7 +45,11 @@ pub async fn create(call: &Call<'_>) -> Result<Response, Status> {
     }
     kyb_apimachinery::meta::metadata_mut(&mut review)
         .insert("creationTimestamp".into(), Value::Null);
-    Ok(response::json(StatusCode::CREATED, &review))
+    Ok(super::present::value_response(
+        call,
+        &review,
+        StatusCode::CREATED,
+    ))
 }
 
 /// 422 for a review that is not well formed.

@@ -22,9 +22,7 @@ pub async fn serve(call: &Call<'_>, sub: Subresource) -> Result<Response, Status
     match (sub, call.verb) {
         (Subresource::Status, Verb::Get) => read::get(call).await,
         (Subresource::Status, Verb::Update) => status_update(call, &name).await,
-        (Subresource::Status, Verb::Patch)
-            if negotiation::body_format(call.header("content-type"))? == BodyFormat::ApplyPatch =>
-        {
+        (Subresource::Status, Verb::Patch) if patch::format(call)? == BodyFormat::ApplyPatch => {
             patch::apply(call, &name, Some("status")).await
         }
         (Subresource::Status, Verb::Patch) => {
@@ -58,9 +56,10 @@ pub async fn serve(call: &Call<'_>, sub: Subresource) -> Result<Response, Status
         (Subresource::Scale, Verb::Get) => {
             let object = read::read_object(call, &name).await?;
             let value = object.value().map_err(Status::internal)?;
-            Ok(response::json(
-                StatusCode::OK,
+            Ok(present::value_response(
+                call,
                 &scale_of(call.storage(), &value)?,
+                StatusCode::OK,
             ))
         }
         (Subresource::Scale, Verb::Update | Verb::Patch) => scale_update(call, &name).await,
@@ -68,12 +67,7 @@ pub async fn serve(call: &Call<'_>, sub: Subresource) -> Result<Response, Status
         (Subresource::Eviction, Verb::Create) => eviction(call, &name).await,
         (Subresource::Finalize, Verb::Update) => finalize(call, &name).await,
         (Subresource::Token, Verb::Create) => super::token::create(call, &name).await,
-        _ => Err(Status::method_not_allowed(format!(
-            "{} is not supported on {}/{}",
-            call.verb.as_str(),
-            call.def.plural,
-            sub.name()
-        ))),
+        _ => Err(Status::method_not_supported()),
     }
 }
 
@@ -207,15 +201,13 @@ fn selector_string(selector: &Value) -> String {
 
 async fn scale_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
     let def = call.storage();
-    let format = negotiation::body_format(call.header("content-type"))?;
+    let format = match call.verb {
+        Verb::Patch => negotiation::patch_format(call.header("content-type"), true)?,
+        _ => BodyFormat::Json,
+    };
     let patch_body = if call.verb == Verb::Patch {
-        if !matches!(
-            format,
-            BodyFormat::MergePatch | BodyFormat::StrategicMergePatch | BodyFormat::JsonPatch
-        ) {
-            return Err(Status::unsupported_media_type(
-                call.header("content-type").unwrap_or_default(),
-            ));
+        if format == BodyFormat::ApplyPatch {
+            return Err(negotiation::unsupported_patch(true));
         }
         Some(body::parse_bytes(&call.body, format)?)
     } else {
@@ -274,7 +266,11 @@ async fn scale_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
         Ok(new)
     })
     .await?;
-    Ok(response::json(StatusCode::OK, &scale_of(def, &updated)?))
+    Ok(present::value_response(
+        call,
+        &scale_of(def, &updated)?,
+        StatusCode::OK,
+    ))
 }
 
 pub(super) async fn binding(call: &Call<'_>, name: &str) -> Result<Response, Status> {
@@ -325,11 +321,12 @@ pub(super) async fn binding(call: &Call<'_>, name: &str) -> Result<Response, Sta
         })
         .await?;
     }
-    Ok(response::json(
-        StatusCode::CREATED,
+    Ok(present::value_response(
+        call,
         &json!({
             "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201
         }),
+        StatusCode::CREATED,
     ))
 }
 
@@ -365,7 +362,7 @@ fn check_bindable(name: &str, pod: &Value) -> Result<(), Status> {
 /// caller binds the parsed pod.
 async fn bind_in_place(call: &Call<'_>, name: &str, node: &str) -> Result<Option<()>, Status> {
     let key = call.key(name);
-    let dry_run = call.query.dry_run()?;
+    let dry_run = super::options::dry_run(call)?;
     let current = read::read_object(call, name).await?;
     let (mut stored, mut revision) = (current.json.clone(), current.revision);
     drop(current);
@@ -502,7 +499,7 @@ async fn eviction(call: &Call<'_>, name: &str) -> Result<Response, Status> {
         .get("deleteOptions")
         .map(delete::DeleteOptions::from_value)
         .unwrap_or_default();
-    options.dry_run |= call.query.dry_run()?;
+    options.dry_run |= super::options::dry_run(call)?;
     // A conflict means the pod changed under the decision: decide again, unless the
     // eviction stated its own resource version.
     let retry = options.precondition_rv.is_none();
@@ -512,7 +509,7 @@ async fn eviction(call: &Call<'_>, name: &str) -> Result<Response, Status> {
         let pod = read::read_object(call, name).await?;
         let pod = pod.value().map_err(Status::internal)?;
         match evict(call, name, &options, &pod).await {
-            Ok(()) => return Ok(eviction_success()),
+            Ok(()) => return Ok(eviction_success(call)),
             Err(status) if status.code == 409 && retry && attempt < EVICTION_ATTEMPTS => {}
             Err(status) => return Err(status),
         }
@@ -591,12 +588,13 @@ async fn evict(
     delete_evicted(call, name, options, pod, unready_within_budget).await
 }
 
-fn eviction_success() -> Response {
-    response::json(
-        StatusCode::CREATED,
+fn eviction_success(call: &Call<'_>) -> Response {
+    present::value_response(
+        call,
         &json!({
             "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201
         }),
+        StatusCode::CREATED,
     )
 }
 

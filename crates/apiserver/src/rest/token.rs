@@ -3,8 +3,8 @@
 //! Node that must exist (with the UID given, if any).
 
 use super::{Call, body};
-use crate::auth::{BoundObject, DEFAULT_EXPIRATION, ISSUER, MIN_EXPIRATION, TokenSpec};
-use crate::response::{self, Response};
+use crate::auth::{BoundObject, DEFAULT_EXPIRATION, MIN_EXPIRATION, TokenSpec};
+use crate::response::Response;
 use crate::util;
 use http::StatusCode;
 use kyb_api::Status;
@@ -81,7 +81,7 @@ pub async fn create(call: &Call<'_>, name: &str) -> Result<Response, Status> {
         })
         .unwrap_or_default();
     if audiences.is_empty() {
-        audiences.push(ISSUER.to_string());
+        audiences = call.engine.authenticator.api_audiences();
     }
     let (bound, node) = match spec.get("boundObjectRef").filter(|r| r.is_object()) {
         None => (None, None),
@@ -115,7 +115,11 @@ pub async fn create(call: &Call<'_>, name: &str) -> Result<Response, Status> {
     metadata.insert("name".into(), name.into());
     metadata.insert("namespace".into(), namespace.into());
     metadata.insert("creationTimestamp".into(), util::now().into());
-    Ok(response::json(StatusCode::CREATED, &request))
+    Ok(super::present::value_response(
+        call,
+        &request,
+        StatusCode::CREATED,
+    ))
 }
 
 /// A node's name and UID.

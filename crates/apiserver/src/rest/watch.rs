@@ -1,4 +1,6 @@
-//! `watch`: a chunked stream of `{"type": ..., "object": ...}` events from the watch cache.
+//! `watch`: a chunked stream of `{"type": ..., "object": ...}` events from the watch cache,
+//! as JSON lines or, for protobuf clients, length-prefixed `WatchEvent` frames
+//! (`application/vnd.kubernetes.protobuf;stream=watch`).
 //!
 //! A watch starts from the current state (synthetic ADDED events, for `resourceVersion` ""
 //! or "0" and for `sendInitialEvents=true`) or resumes after a `resourceVersion` from the
@@ -8,7 +10,7 @@
 use super::{Call, present, read};
 use crate::cache::object::{CachedObject, Filter};
 use crate::cache::{CacheEvent, EventType, Subscription, WatchError};
-use crate::negotiation::Output;
+use crate::negotiation::{Format, Output};
 use crate::response::{self, Response};
 use bytes::Bytes;
 use kyb_api::{Resource, Status};
@@ -35,29 +37,18 @@ pub async fn watch(call: &Call<'_>) -> Result<Response, Status> {
     }
     let prefix = call.def.list_prefix(filter.namespace.as_deref());
     let resource_version = call.query.get("resourceVersion").filter(|v| !v.is_empty());
+    super::options::validate_list(&call.query, true)?;
     let initial_events = call.query.flag("sendInitialEvents");
     let bookmarks = call.query.flag("allowWatchBookmarks");
-    if initial_events
-        && (call.query.value("resourceVersionMatch") != Some("NotOlderThan") || !bookmarks)
-    {
-        return Err(Status::invalid(
-            "meta.k8s.io",
-            "ListOptions",
-            "",
-            &[kyb_api::status::Cause {
-                reason: "FieldValueForbidden".into(),
-                message: "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan and allowWatchBookmarks".into(),
-                field: "sendInitialEvents".into(),
-            }],
-        ));
-    }
     let timeout = match call.query.number("timeoutSeconds")? {
         Some(seconds) if seconds > 0 => Duration::from_secs(seconds.unsigned_abs()),
+        // A negative timeout ends the watch at once, as Go's timer does.
+        Some(seconds) if seconds < 0 => Duration::ZERO,
         // Kubernetes spreads unbounded watches over 30 to 60 minutes.
         _ => Duration::from_secs(1800 + fastrand::u64(..1800)),
     };
 
-    let (tx, response) = response::stream();
+    let (tx, response) = response::stream_as(call.format.watch_media_type());
     let cache = call.engine.cache.clone();
     let resource = call.cache.clone();
     let subscription = match (resource_version, initial_events) {
@@ -81,8 +72,9 @@ pub async fn watch(call: &Call<'_>) -> Result<Response, Status> {
                     let status = Status::expired(format!(
                         "too old resource version: {requested} ({oldest})"
                     ));
-                    let frame = frame_json("ERROR", &status.to_json());
-                    let _ = tx.try_send(frame);
+                    if let Some(frame) = frame(call.format, "ERROR", &status.to_json()) {
+                        let _ = tx.try_send(frame);
+                    }
                     return Ok(response);
                 }
             }
@@ -92,6 +84,7 @@ pub async fn watch(call: &Call<'_>) -> Result<Response, Status> {
         def: call.def.clone(),
         storage: call.storage().clone(),
         output: call.output,
+        format: call.format,
         filter,
         tx,
         first_table: true,
@@ -104,6 +97,7 @@ struct Stream {
     def: Arc<Resource>,
     storage: Arc<Resource>,
     output: Output,
+    format: Format,
     filter: Filter,
     tx: mpsc::Sender<Bytes>,
     first_table: bool,
@@ -118,6 +112,9 @@ impl Stream {
         bookmarks: bool,
         timeout: Duration,
     ) {
+        if timeout.is_zero() {
+            return;
+        }
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
         for event in std::mem::take(&mut subscription.initial) {
@@ -197,13 +194,27 @@ impl Stream {
     fn encode(&mut self, kind: &str, object: &CachedObject) -> Option<Bytes> {
         let same_version = self.def.same_version(&self.storage);
         if self.output == Output::Json && same_version {
-            let mut frame = Vec::with_capacity(object.json.len() + 32);
-            frame.extend_from_slice(b"{\"type\":\"");
-            frame.extend_from_slice(kind.as_bytes());
-            frame.extend_from_slice(b"\",\"object\":");
-            frame.extend_from_slice(&object.json);
-            frame.extend_from_slice(b"}\n");
-            return Some(frame.into());
+            match self.format {
+                Format::Json => {
+                    let mut frame = Vec::with_capacity(object.json.len() + 32);
+                    frame.extend_from_slice(b"{\"type\":\"");
+                    frame.extend_from_slice(kind.as_bytes());
+                    frame.extend_from_slice(b"\",\"object\":");
+                    frame.extend_from_slice(&object.json);
+                    frame.extend_from_slice(b"}\n");
+                    return Some(frame.into());
+                }
+                Format::Protobuf => {
+                    // The object's encoding, made once for every protobuf watcher and list.
+                    let raw = object.protobuf().ok()?;
+                    let enveloped =
+                        kyb_protobuf::envelope(&self.def.api_version(), &self.def.kind, &raw);
+                    return kyb_protobuf::watch_frame(kind, &enveloped)
+                        .ok()
+                        .map(Into::into);
+                }
+                Format::Yaml => {}
+            }
         }
         let mut value = object.value().ok()?;
         if !same_version {
@@ -229,7 +240,7 @@ impl Stream {
                 present::partial(&value, version)
             }
         };
-        Some(frame_json(kind, &value))
+        frame(self.format, kind, &value)
     }
 
     async fn send_bookmark(&self, revision: u64, initial_events_end: bool) -> bool {
@@ -246,13 +257,23 @@ impl Stream {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         let object = json!({"kind": kind, "apiVersion": api_version, "metadata": metadata});
-        self.tx.send(frame_json("BOOKMARK", &object)).await.is_ok()
+        match frame(self.format, "BOOKMARK", &object) {
+            Some(frame) => self.tx.send(frame).await.is_ok(),
+            None => true,
+        }
     }
 }
 
-fn frame_json(kind: &str, object: &Value) -> Bytes {
-    let mut frame =
-        serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+/// One event in the stream's format: a JSON line, or a length-prefixed protobuf
+/// `WatchEvent` (a JSON line for an object without protobuf form, such as a Table).
+fn frame(format: Format, kind: &str, object: &Value) -> Option<Bytes> {
+    if format == Format::Protobuf {
+        match kyb_protobuf::encode_watch_event(kind, object) {
+            Ok(frame) => return Some(frame.into()),
+            Err(e) => tracing::warn!(error = %e, "a watch event without protobuf form"),
+        }
+    }
+    let mut frame = serde_json::to_vec(&json!({"type": kind, "object": object})).ok()?;
     frame.push(b'\n');
-    frame.into()
+    Some(frame.into())
 }

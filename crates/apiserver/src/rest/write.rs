@@ -13,10 +13,7 @@ use serde_json::Value;
 
 pub async fn create(call: &Call<'_>) -> Result<Response, Status> {
     if call.name.is_some() {
-        return Err(Status::method_not_allowed(format!(
-            "POST is not supported on individual {}",
-            call.def.plural
-        )));
+        return Err(Status::method_not_supported());
     }
     let (object, warnings) = body::decode_object(call, body::Kind::Of(&call.def))?;
     let object = to_storage(call, object)?;
@@ -34,7 +31,7 @@ pub async fn create_object(
     record: bool,
 ) -> Result<Value, Status> {
     strategy::check_namespace(call).await?;
-    let dry_run = call.query.dry_run()?;
+    let dry_run = super::options::dry_run(call)?;
     // Mutating admission sees the defaulted object, before the system fields are set.
     call.storage().strategy.default(&mut object);
     {
@@ -152,7 +149,7 @@ pub async fn guaranteed_update(
     mut transform: impl FnMut(&Value) -> Result<Value, Status>,
 ) -> Result<(Value, bool), Status> {
     let key = call.key(name);
-    let dry_run = call.query.dry_run()?;
+    let dry_run = super::options::dry_run(call)?;
     let (mut current, mut revision) = current(call, name).await?;
     for _ in 0..64 {
         if let Some(rv) = precondition

@@ -26,6 +26,7 @@ mod health;
 struct InProcess {
     stack: Stack,
     registry: Arc<Registry>,
+    store: Arc<EmbeddedStore>,
     _dir: tempfile::TempDir,
 }
 
@@ -50,7 +51,7 @@ async fn server(
         auditor: None,
         ca_pem: pki.ca_pem().to_string(),
     };
-    let mut server = ApiServer::in_process(store, config, security).await?;
+    let mut server = ApiServer::in_process(store.clone(), config, security).await?;
     anyhow::ensure!(
         server.local_addr().is_err(),
         "an in-process server has no port"
@@ -62,6 +63,7 @@ async fn server(
     Ok(InProcess {
         stack: server.stack(),
         registry: server.registry(),
+        store,
         _dir: dir,
     })
 }
@@ -234,10 +236,7 @@ async fn bodies_over_the_limit_are_refused_declared_or_streamed() -> anyhow::Res
     );
     let (code, status) = send(&server.stack, request).await?;
     assert_eq!(code, StatusCode::PAYLOAD_TOO_LARGE);
-    assert_eq!(
-        status["message"],
-        "the request body is larger than 1024 bytes"
-    );
+    assert_eq!(status["message"], "Request entity too large: limit is 1024");
 
     // Streamed without a length: refused as it grows past the limit.
     let (sender, receiver) = mpsc::channel::<Bytes>(4);
@@ -735,5 +734,50 @@ async fn a_resource_added_at_run_time_is_served_until_removed() -> anyhow::Resul
     let (code, list) = send(stack, admin_get(widgets)).await?;
     assert_eq!(code, StatusCode::OK, "{list}");
     assert_eq!(list["items"].as_array().map(Vec::len), Some(1));
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_exact_list_at_a_compacted_revision_is_expired() -> anyhow::Result<()> {
+    use kyb_storage::Store;
+    let server = server(Config::default(), Vec::new()).await?;
+    let stack = &server.stack;
+    let path = "/api/v1/namespaces/default/configmaps";
+    let (code, created) = send(
+        stack,
+        admin_json(
+            Method::POST,
+            path,
+            &serde_json::json!({"metadata": {"name": "a"}}),
+            "application/json",
+        ),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::CREATED, "{created}");
+    let old = created["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let (code, _) = send(
+        stack,
+        admin_json(
+            Method::POST,
+            path,
+            &serde_json::json!({"metadata": {"name": "b"}}),
+            "application/json",
+        ),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::CREATED);
+    let current = server.store.current_revision().await?;
+    server.store.compact(current).await?;
+    let exact = format!("{path}?resourceVersion={old}&resourceVersionMatch=Exact");
+    let (code, status) = send(stack, admin_get(&exact)).await?;
+    assert_eq!(code, StatusCode::GONE, "{status}");
+    assert_eq!(status["reason"], "Expired");
+    assert_eq!(
+        status["message"],
+        "The resourceVersion for the provided list is too old."
+    );
     Ok(())
 }

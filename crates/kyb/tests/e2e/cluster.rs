@@ -301,6 +301,11 @@ impl Connector {
     /// Sends raw request bytes on a new connection and reads the response to its end
     /// (or to a read error, such as the deadline).
     pub fn send(&self, request: &[u8]) -> String {
+        String::from_utf8_lossy(&self.send_bytes(request)).into_owned()
+    }
+
+    /// [`Self::send`], the response as bytes (protobuf bodies).
+    pub fn send_bytes(&self, request: &[u8]) -> Vec<u8> {
         use std::io::{Read, Write};
         let socket = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         socket.set_read_timeout(Some(DEADLINE)).unwrap();
@@ -311,7 +316,7 @@ impl Connector {
         stream.flush().unwrap();
         let mut response = Vec::new();
         let _ = stream.read_to_end(&mut response);
-        String::from_utf8_lossy(&response).into_owned()
+        response
     }
 }
 

@@ -164,9 +164,15 @@ fn unknown_paths_methods_and_media_types() {
 }
 
 #[test]
-fn protobuf_only_clients_get_406() {
+fn protobuf_clients_get_protobuf_and_unknown_media_types_406() {
     let cluster = Cluster::start();
     let response = cluster.connector(Who::Admin).send(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nAccept: application/vnd.kubernetes.protobuf\r\nConnection: close\r\n\r\n");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(
+        response.contains("content-type: application/vnd.kubernetes.protobuf\r\n"),
+        "{response}"
+    );
+    let response = cluster.connector(Who::Admin).send(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nAccept: text/html\r\nConnection: close\r\n\r\n");
     assert!(response.starts_with("HTTP/1.1 406"), "{response}");
 }
 

@@ -379,14 +379,18 @@ fn dry_run_and_field_validation_on_patches() {
         "",
         404,
     );
-    // An unknown dryRun value.
-    expect(
+    // An unknown dryRun value: PatchOptions are invalid, as Kubernetes words it.
+    let unknown_dry_run = expect(
         &cluster,
         "PATCH",
         &format!("{cm}?dryRun=Some"),
         MERGE,
         "{}",
-        400,
+        422,
+    );
+    assert_eq!(
+        unknown_dry_run["message"],
+        r#"PatchOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Some"]: supported values: "All""#
     );
 
     // Unknown fields: Strict refuses, Warn warns, Ignore is silent.
@@ -451,13 +455,17 @@ fn dry_run_and_field_validation_on_patches() {
     );
     assert_eq!(code, 200);
     assert!(head.contains("duplicate field"), "{head}");
-    expect(
+    let sometimes = expect(
         &cluster,
         "PATCH",
         &format!("{cm}?fieldValidation=Sometimes"),
         MERGE,
         "{}",
-        400,
+        422,
+    );
+    assert_eq!(
+        sometimes["message"],
+        r#"PatchOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Sometimes": supported values: "", "Ignore", "Strict", "Warn""#
     );
 }
 

@@ -433,7 +433,7 @@ fn lease_holder(cluster: &Cluster) -> String {
         "lease",
         "-n",
         "kube-system",
-        "kube-scheduler",
+        "ha-scheduler",
         "-o",
         "jsonpath={.spec.holderIdentity}",
     ]);
@@ -444,16 +444,18 @@ fn lease_holder(cluster: &Cluster) -> String {
 fn a_standby_scheduler_takes_over_when_the_leader_dies() {
     let cluster = Cluster::start();
     add_node(&cluster, "n1", "8", "16Gi", json!({}), json!([]));
-    // Two `kyb scheduler` processes, as the scheduler component, competing for the lease
-    // (`kube-system/kube-scheduler`); their profile is not the in-process scheduler's.
+    // Two `kyb scheduler` processes, as the scheduler component, competing for their own
+    // lease (`kube-system/ha-scheduler`: the in-process scheduler holds `kube-scheduler`);
+    // their profile is not the in-process scheduler's.
     let config = cluster.write_file(
         "ha-scheduler.yaml",
         "apiVersion: kubescheduler.config.k8s.io/v1\n\
          kind: KubeSchedulerConfiguration\n\
-         leaderElection:\n  leaderElect: true\n  leaseDuration: 3s\n  renewDeadline: 2s\n  retryPeriod: 250ms\n\
+         leaderElection:\n  leaderElect: true\n  resourceName: ha-scheduler\n  leaseDuration: 3s\n  renewDeadline: 2s\n  retryPeriod: 250ms\n\
          profiles:\n- schedulerName: ha-scheduler\n",
     );
-    let kubeconfig = cluster.dir.path().join("components/scheduler.kubeconfig");
+    // As the admin: system:kube-scheduler may read and renew only the `kube-scheduler` lease.
+    let kubeconfig = cluster.kubeconfig();
     let spawn = || {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kyb"));
         command

@@ -3,6 +3,7 @@
 
 mod config_and_access;
 mod encoding;
+mod fixtures;
 mod malformed;
 mod special_forms;
 mod support;

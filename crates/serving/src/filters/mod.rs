@@ -18,12 +18,14 @@ mod authorization;
 mod body_limit;
 mod inflight;
 mod request_info;
+mod timeout;
 
 pub use authentication::{Authenticate, Authentication, AuthenticationFailure, Unauthorized};
 pub use authorization::{Authorization, AuthorizationDecision, Authorize};
 pub use body_limit::BodyLimit;
 pub use inflight::InFlightLimit;
 pub use request_info::ResolveRequestInfo;
+pub use timeout::RequestTimeout;
 
 use crate::body::Body;
 use http::{Request, Response};
