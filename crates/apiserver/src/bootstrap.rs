@@ -45,6 +45,8 @@ async fn try_run(engine: &Arc<Engine>, advertised: &Advertised) -> Result<(), ky
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
         ignore_exists(rest::ensure(engine, namespaces, namespace, false).await)?;
     }
+    // The `kubernetes` service's address comes from the default ServiceCIDR.
+    crate::keepers::service_cidrs::ensure_default(engine).await?;
     let port = advertised.port;
     let address = advertised.address.to_string();
     let cluster_ip = rest::first_service_ip(engine.services.service_cidr).to_string();

@@ -38,6 +38,8 @@ pub struct Engine {
     pub services: ServiceRanges,
     /// The identity of the server's own writes (`system:apiserver`).
     pub identity: Arc<User>,
+    /// The process's component checks (`Config::health`), which ComponentStatus reports.
+    pub health: kyb_component::Health,
 }
 
 /// Where Services' ClusterIPs and NodePorts come from; allocation is serialized.

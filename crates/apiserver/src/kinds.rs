@@ -129,6 +129,10 @@ kinds! {
     "authorization.k8s.io" "v1" "SelfSubjectRulesReview" => api::authorization::v1::SelfSubjectRulesReview;
     "authorization.k8s.io" "v1" "LocalSubjectAccessReview" => api::authorization::v1::LocalSubjectAccessReview;
     "certificates.k8s.io" "v1" "CertificateSigningRequest" => api::certificates::v1::CertificateSigningRequest;
+    "" "v1" "ComponentStatus" => api::core::v1::ComponentStatus;
+    "storage.k8s.io" "v1" "CSIStorageCapacity" => api::storage::v1::CSIStorageCapacity;
+    "networking.k8s.io" "v1" "ServiceCIDR" => api::networking::v1::ServiceCIDR;
+    "networking.k8s.io" "v1" "IPAddress" => api::networking::v1::IPAddress;
 }
 
 /// Decodes `DeleteOptions` (any group's), returning the canonical JSON.

@@ -185,6 +185,7 @@ impl ApiServer {
             authenticator: Arc::new(security.authenticator),
             services: ServiceRanges::new(config.service_cidr, config.node_ports),
             identity: Arc::new(crate::auth::User::apiserver()),
+            health: config.health.clone(),
         });
         let advertised = Advertised {
             address: advertise_address(&config),

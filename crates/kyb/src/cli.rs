@@ -129,6 +129,10 @@ pub struct ServerArgs {
     #[arg(long, default_value_t = 0, value_name = "MIB")]
     pub audit_log_maxsize: u64,
 
+    /// The IPv4 range of Services' cluster IPs: the default ServiceCIDR `kubernetes`.
+    #[arg(long, default_value = "10.43.0.0/16", value_parser = parse_service_cidr, value_name = "CIDR")]
+    pub service_cluster_ip_range: (std::net::Ipv4Addr, u8),
+
     /// Where the in-process controller manager serves /metrics (off unless given).
     #[arg(long, value_name = "IP:PORT")]
     pub controller_manager_metrics_address: Option<SocketAddr>,
@@ -269,6 +273,20 @@ pub struct SchedulerArgs {
     pub leader_elect: Option<bool>,
 }
 
+/// An IPv4 network for `--service-cluster-ip-range`: `a.b.c.d/n`, no host bits, at least
+/// four addresses.
+fn parse_service_cidr(text: &str) -> Result<(std::net::Ipv4Addr, u8), String> {
+    let invalid = || format!("{text:?} is not an IPv4 CIDR such as 10.43.0.0/16");
+    let (ip, bits) = text.split_once('/').ok_or_else(invalid)?;
+    let ip: std::net::Ipv4Addr = ip.parse().map_err(|_| invalid())?;
+    let bits: u8 = bits.parse().ok().filter(|b| *b <= 30).ok_or_else(invalid)?;
+    let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
+    if u32::from(ip) & !mask != 0 {
+        return Err(format!("{text:?} has bits set beyond the prefix length"));
+    }
+    Ok((ip, bits))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -318,5 +336,20 @@ mod tests {
             ("0.0.0.0", 6443)
         );
         assert!(args.etcd_endpoints.is_empty());
+        assert_eq!(
+            args.service_cluster_ip_range,
+            (std::net::Ipv4Addr::new(10, 43, 0, 0), 16)
+        );
+    }
+
+    #[test]
+    fn service_ranges_are_networks() {
+        assert_eq!(
+            parse_service_cidr("10.96.0.0/29"),
+            Ok((std::net::Ipv4Addr::new(10, 96, 0, 0), 29))
+        );
+        assert!(parse_service_cidr("10.96.0.1/24").is_err());
+        assert!(parse_service_cidr("10.96.0.0/31").is_err());
+        assert!(parse_service_cidr("fd00::/64").is_err());
     }
 }

@@ -82,6 +82,7 @@ pub async fn run(
         max_mutating_requests_in_flight: args.max_mutating_requests_inflight.max(1),
         priority_and_fairness: args.enable_priority_and_fairness,
         health: health.clone(),
+        service_cidr: args.service_cluster_ip_range,
         ..Config::default()
     };
     let pki_dir = data_dir.join("pki");

@@ -144,6 +144,10 @@ pub fn printer(group: &str, kind: &str) -> &'static Printer {
         ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
             &flowcontrol::PRIORITY_LEVEL_CONFIGURATION
         }
+        ("", "ComponentStatus") => &cluster::COMPONENT_STATUS,
+        ("storage.k8s.io", "CSIStorageCapacity") => &storage::CSI_STORAGE_CAPACITY,
+        ("networking.k8s.io", "ServiceCIDR") => &networking::SERVICE_CIDR,
+        ("networking.k8s.io", "IPAddress") => &networking::IP_ADDRESS,
         _ => &generic::DEFAULT,
     }
 }
@@ -166,6 +170,10 @@ mod tests {
     use serde_json::json;
 
     const KINDS: &[(&str, &str)] = &[
+        ("", "ComponentStatus"),
+        ("storage.k8s.io", "CSIStorageCapacity"),
+        ("networking.k8s.io", "ServiceCIDR"),
+        ("networking.k8s.io", "IPAddress"),
         ("", "Pod"),
         ("", "PodTemplate"),
         ("", "ReplicationController"),
@@ -466,6 +474,34 @@ mod tests {
         assert_eq!(
             headers("scheduling.k8s.io", "PriorityClass", false),
             ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+        );
+    }
+
+    #[test]
+    fn resources_of_issue_16_print_as_kubernetes() {
+        let cs = json!({"metadata": {"name": "etcd-0"}, "conditions": [
+            {"type": "Healthy", "status": "True", "message": "ok"}]});
+        assert_eq!(
+            cells("", "ComponentStatus", &cs, now()),
+            vec![json!("etcd-0"), json!("Healthy"), json!("ok"), json!("")]
+        );
+        let ip = json!({"metadata": {"name": "10.0.0.5"}, "spec": {"parentRef":
+            {"group": "", "resource": "services", "namespace": "default", "name": "web"}}});
+        assert_eq!(
+            cells("networking.k8s.io", "IPAddress", &ip, now()),
+            vec![json!("10.0.0.5"), json!("services/default/web")]
+        );
+        let cidr =
+            json!({"metadata": {"name": "k"}, "spec": {"cidrs": ["10.0.0.0/24", "fd00::/64"]}});
+        assert_eq!(
+            cells("networking.k8s.io", "ServiceCIDR", &cidr, now())[1],
+            json!("10.0.0.0/24,fd00::/64")
+        );
+        let capacity =
+            json!({"metadata": {"name": "c"}, "storageClassName": "fast", "capacity": "1024Mi"});
+        assert_eq!(
+            cells("storage.k8s.io", "CSIStorageCapacity", &capacity, now()),
+            vec![json!("c"), json!("fast"), json!("1Gi")]
         );
     }
 

@@ -22,6 +22,8 @@ pub const ALL_VERBS: &[Cow<'static, str>] = &[
 ];
 /// Resources that are only ever created: reviews answered on the spot, never stored.
 const CREATE_ONLY: &[Cow<'static, str>] = &[s("create")];
+/// Resources only read: computed on each request, never stored.
+const GET_LIST: &[Cow<'static, str>] = &[s("get"), s("list")];
 /// Resources without `deletecollection`.
 const NO_COLLECTION_DELETE: &[Cow<'static, str>] = &[
     s("create"),
@@ -121,6 +123,11 @@ resources! {
     "authorization.k8s.io" "v1" "SelfSubjectAccessReview" "selfsubjectaccessreviews" "selfsubjectaccessreview" [] [] false CREATE_ONLY [] "" "v1" false;
     "authorization.k8s.io" "v1" "SelfSubjectRulesReview" "selfsubjectrulesreviews" "selfsubjectrulesreview" [] [] false CREATE_ONLY [] "" "v1" false;
     "authorization.k8s.io" "v1" "LocalSubjectAccessReview" "localsubjectaccessreviews" "localsubjectaccessreview" [] [] true CREATE_ONLY [] "" "v1" false;
+    "" "v1" "Binding" "bindings" "binding" [] [] true CREATE_ONLY [] "" "v1" false;
+    "" "v1" "ComponentStatus" "componentstatuses" "componentstatus" ["cs"] [] false GET_LIST [] "" "v1" false;
+    "storage.k8s.io" "v1" "CSIStorageCapacity" "csistoragecapacities" "csistoragecapacity" [] [] true ALL_VERBS [] "/registry/csistoragecapacities" "v1" false;
+    "networking.k8s.io" "v1" "ServiceCIDR" "servicecidrs" "servicecidr" [] [] false ALL_VERBS [Status] "/registry/servicecidrs" "v1" true;
+    "networking.k8s.io" "v1" "IPAddress" "ipaddresses" "ipaddress" ["ip"] [] false ALL_VERBS [] "/registry/ipaddresses" "v1" false;
 }
 
 /// The OpenAPI definition name of a built-in kind's type, as k8s-openapi names them.

@@ -6,6 +6,8 @@
 //! - [`aggregation`]: the rules of aggregated ClusterRoles (`admin`, `edit`, `view`, ...).
 //! - `flowcontrol::bootstrap::run`: the bootstrap FlowSchemas and priority levels, and
 //!   the FlowSchemas' `Dangling` condition (Kubernetes: the API server's own controller).
+//! - [`service_cidrs`]: the ClusterIP allocator's ServiceCIDRs and IPAddresses (the default
+//!   ServiceCIDR, finalizers and conditions, repair of leaked and missing IPAddresses).
 //!
 //! In Kubernetes this belongs to the controller manager; it moves there in time, and
 //! stays until then because authorization needs it now. The others have moved: quota
@@ -14,6 +16,7 @@
 //! `serviceaccount-controller` and `root-ca-certificate-publisher-controller`.
 
 pub mod aggregation;
+pub mod service_cidrs;
 
 use crate::engine::Engine;
 use std::sync::Arc;
@@ -22,4 +25,5 @@ use std::sync::Arc;
 pub async fn start(engine: &Arc<Engine>) {
     tokio::spawn(aggregation::run(engine.clone()));
     tokio::spawn(crate::flowcontrol::bootstrap::run(engine.clone()));
+    tokio::spawn(service_cidrs::run(engine.clone()));
 }

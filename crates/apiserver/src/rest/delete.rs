@@ -85,7 +85,9 @@ pub enum Outcome {
 pub async fn delete(call: &Call<'_>) -> Result<Response, Status> {
     let name = call.name()?.to_string();
     let options = options(call)?;
-    match delete_object(call, &name, &options).await? {
+    let outcome = delete_object(call, &name, &options).await?;
+    super::service::release_deleted(call, &outcome, &options).await;
+    match outcome {
         Outcome::Pending(object) => present::stored_value(call, &object, StatusCode::OK),
         Outcome::Deleted(object) if call.def.returns_deleted_object => {
             present::stored_value(call, &object, StatusCode::OK)
@@ -110,7 +112,11 @@ pub async fn delete_collection(call: &Call<'_>) -> Result<Response, Status> {
     for object in &page.items {
         let namespace = object.namespace().map(str::to_string);
         let scoped = call.for_object(namespace.or_else(|| call.namespace.clone()), object.name());
-        match delete_object(&scoped, object.name(), &options).await {
+        let outcome = delete_object(&scoped, object.name(), &options).await;
+        if let Ok(outcome) = &outcome {
+            super::service::release_deleted(call, outcome, &options).await;
+        }
+        match outcome {
             Ok(Outcome::Deleted(value) | Outcome::Pending(value)) => deleted.push(value),
             Err(status) if status.code == 404 => {}
             Err(status) => return Err(status),

@@ -8,7 +8,9 @@
 //! prepared and validated the object. Subresources (`status`, `scale`, `binding`,
 //! `eviction`) reuse the same paths.
 
+mod binding;
 mod body;
+mod component_status;
 mod delete;
 mod managed;
 mod options;
@@ -17,6 +19,7 @@ mod present;
 mod read;
 mod review;
 mod service;
+pub(crate) mod service_ips;
 mod strategy;
 mod subresource;
 mod token;
@@ -214,9 +217,11 @@ async fn resolve(
     let endpoint = Endpoint {
         // Built-in kinds have a protobuf form; custom and untyped ones only their metadata.
         protobuf: kyb_protobuf::is_known(&def.api_version(), &def.kind),
-        // Every stored resource (and its status) has a Table; the create-only reviews,
-        // tokens, bindings, evictions and scales have none (406, as in Kubernetes).
-        table: !def.is_virtual() && matches!(subresource, None | Some(Subresource::Status)),
+        // Every stored resource (and its status) has a Table, and so do the readable
+        // `componentstatuses`; the create-only reviews, tokens, bindings, evictions and
+        // scales have none (406, as in Kubernetes).
+        table: (!def.is_virtual() || def.has_verb("list"))
+            && matches!(subresource, None | Some(Subresource::Status)),
         metadata: true,
         discovery: false,
         watch: request.verb == Verb::Watch,
@@ -271,6 +276,13 @@ async fn cache_of(
 
 async fn dispatch(call: &Call<'_>) -> Result<Response, Status> {
     if call.def.is_virtual() {
+        if call.def.group.is_empty() && call.subresource.is_none() {
+            match call.def.plural.as_ref() {
+                "componentstatuses" => return component_status::serve(call).await,
+                "bindings" => return binding::create(call).await,
+                _ => {}
+            }
+        }
         return match (call.verb, call.subresource) {
             (Verb::Create, None) => review::create(call).await,
             _ => Err(Status::method_not_supported()),
@@ -377,4 +389,41 @@ pub async fn ensure(
         }
         other => other,
     }
+}
+
+/// Deletes an object from within the server, through the same admission as a client's
+/// delete (finalizers and grace periods apply).
+pub async fn remove(
+    engine: &Arc<Engine>,
+    def: &Arc<Resource>,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<(), Status> {
+    let mut call = internal_call(engine, def, Verb::Delete, namespace, None)?;
+    call.name = Some(name.to_string());
+    delete::delete_object(&call, name, &delete::DeleteOptions::default())
+        .await
+        .map(|_| ())
+}
+
+/// Changes an object from within the server: `change` edits a copy of its current state
+/// (metadata included; the status only through [`update_status`]), which then goes through
+/// the same strategy and admission as a client's update.
+pub async fn modify(
+    engine: &Arc<Engine>,
+    def: &Arc<Resource>,
+    namespace: Option<&str>,
+    name: &str,
+    change: impl Fn(&mut serde_json::Value),
+) -> Result<serde_json::Value, Status> {
+    let call = internal_call(engine, def, Verb::Update, namespace, None)?;
+    let (updated, _) = write::guaranteed_update(&call, name, None, |current| {
+        let mut new = current.clone();
+        change(&mut new);
+        kyb_apimachinery::meta::metadata_mut(&mut new).remove("resourceVersion");
+        strategy::prepare_update(def, &mut new, current)?;
+        Ok(new)
+    })
+    .await?;
+    Ok(updated)
 }

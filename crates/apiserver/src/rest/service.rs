@@ -1,8 +1,12 @@
-//! Services get their ClusterIP from the service CIDR and their NodePorts from the node
-//! port range. Allocation is serialized and reads every service from the (fresh) cache, so
-//! two services never share an address or port; deleting a service frees them.
+//! Services get their ClusterIP from the Ready ServiceCIDRs (`service_ips`) and their
+//! NodePorts from the node port range. Allocation is serialized and reads every service
+//! and IPAddress from the (fresh) cache, so two services never share an address or port;
+//! each allocated address is claimed as an IPAddress object before the Service is stored
+//! (released again if storing fails); the `service_cidrs` keeper releases the addresses
+//! of deleted Services.
 
 use super::Call;
+use super::service_ips::{self, Range};
 use super::write::store_new;
 use kyb_api::Status;
 use kyb_api::status::Cause;
@@ -26,7 +30,9 @@ pub async fn create(
     if call.cache.get(key).is_some() {
         return Err(Status::already_exists("", "services", &name));
     }
-    let (used_ips, used_ports) = in_use(call);
+    let (mut used_ips, used_ports) = in_use(call);
+    used_ips.extend(service_ips::allocated(call.engine));
+    let ranges = service_ips::allocatable(call.engine);
     let invalid = |field: &str, message: String| {
         Status::invalid(
             "",
@@ -54,8 +60,13 @@ pub async fn create(
         let ip = if requested == "None" {
             None
         } else if requested.is_empty() {
+            let free = ranges.iter().find_map(|range| {
+                // The default range's first address is the `kubernetes` service's.
+                let reserved = *range == config.service_cidr;
+                free_ip(*range, reserved, &used_ips)
+            });
             Some(
-                free_ip(config.service_cidr, &used_ips).ok_or_else(|| {
+                free.ok_or_else(|| {
                     Status::internal("failed to allocate a serviceIP: range is full")
                 })?,
             )
@@ -66,12 +77,11 @@ pub async fn create(
                     format!("Invalid value: {requested:?}: must be a valid IP address"),
                 )
             })?;
-            if !contains(config.service_cidr, ip) {
+            if !ranges.iter().any(|range| service_ips::contains(*range, ip)) {
                 return Err(invalid(
                     "spec.clusterIPs",
                     format!(
-                        "Invalid value: [\"{ip}\"]: failed to allocate IP {ip}: provided IP is not in the valid range. The range of valid IPs is {}/{}",
-                        config.service_cidr.0, config.service_cidr.1
+                        "Invalid value: [\"{ip}\"]: failed to allocate IP {ip}: the provided network does not match the current range"
                     ),
                 ));
             }
@@ -141,7 +151,37 @@ pub async fn create(
     if dry_run {
         return Ok(object);
     }
-    let created = store_new(call, key, object).await?;
+    let claimed = match object
+        .pointer("/spec/clusterIP")
+        .and_then(Value::as_str)
+        .and_then(|ip| ip.parse::<Ipv4Addr>().ok())
+    {
+        Some(ip) => {
+            let namespace = call.namespace.as_deref().unwrap_or_default();
+            match service_ips::claim(call.engine, ip, namespace, &name).await {
+                Ok(()) => Some(ip),
+                Err(status) if status.code == 409 => {
+                    return Err(invalid(
+                        "spec.clusterIPs",
+                        format!(
+                            "Invalid value: [\"{ip}\"]: failed to allocate IP {ip}: provided IP is already allocated"
+                        ),
+                    ));
+                }
+                Err(status) => return Err(status),
+            }
+        }
+        None => None,
+    };
+    let created = match store_new(call, key, object).await {
+        Ok(created) => created,
+        Err(status) => {
+            if let Some(ip) = claimed {
+                service_ips::release(call.engine, ip).await;
+            }
+            return Err(status);
+        }
+    };
     // The next allocation must see this one.
     if let Some(revision) =
         kyb_apimachinery::meta::resource_version(&created).and_then(|r| r.parse().ok())
@@ -154,6 +194,31 @@ pub async fn create(
     Ok(created)
 }
 
+/// Releases the cluster IPs of a Service a delete removed, as Kubernetes does when the
+/// delete returns (the `service_cidrs` keeper releases those of Services removed later,
+/// once their finalizers are gone).
+pub async fn release_deleted(
+    call: &Call<'_>,
+    outcome: &super::delete::Outcome,
+    options: &super::delete::DeleteOptions,
+) {
+    let super::delete::Outcome::Deleted(service) = outcome else {
+        return;
+    };
+    if options.dry_run || !call.def.group.is_empty() || call.def.plural != "services" {
+        return;
+    }
+    for ip in service
+        .pointer("/spec/clusterIPs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|ip| ip.as_str()?.parse::<Ipv4Addr>().ok())
+    {
+        service_ips::release(call.engine, ip).await;
+    }
+}
+
 /// Addresses and node ports of the existing services.
 fn in_use(call: &Call<'_>) -> (HashSet<Ipv4Addr>, HashSet<u16>) {
     let mut ips = HashSet::new();
@@ -162,7 +227,7 @@ fn in_use(call: &Call<'_>) -> (HashSet<Ipv4Addr>, HashSet<u16>) {
         .cache
         .list(&call.def.list_prefix(None), &Default::default(), 0, 0);
     for service in &page.items {
-        let Ok(service) = service.value() else {
+        let Ok(service) = service.shared_value() else {
             continue;
         };
         for ip in service
@@ -193,23 +258,22 @@ fn in_use(call: &Call<'_>) -> (HashSet<Ipv4Addr>, HashSet<u16>) {
     (ips, ports)
 }
 
-fn contains((base, bits): (Ipv4Addr, u8), ip: Ipv4Addr) -> bool {
-    let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
-    u32::from(base) & mask == u32::from(ip) & mask
-}
-
 /// The first address of the range (the `kubernetes` service's).
 pub fn first_ip((base, _): (Ipv4Addr, u8)) -> Ipv4Addr {
     Ipv4Addr::from(u32::from(base) + 1)
 }
 
-/// A random free address, skipping the network and broadcast addresses and the first one.
-fn free_ip((base, bits): (Ipv4Addr, u8), used: &HashSet<Ipv4Addr>) -> Option<Ipv4Addr> {
+/// A random free address of `range`, skipping the network and broadcast addresses, and
+/// the first one when it is `reserved`.
+fn free_ip((base, bits): Range, reserved: bool, used: &HashSet<Ipv4Addr>) -> Option<Ipv4Addr> {
     let size = 1u64 << (32 - u32::from(bits.min(30)));
-    let usable = size.checked_sub(3)?;
-    let start = fastrand::u64(..usable.max(1));
+    let first = if reserved { 2 } else { 1 };
+    let usable = size.checked_sub(first + 1).filter(|n| *n > 0)?;
+    let start = fastrand::u64(..usable);
     (0..usable)
-        .map(|i| Ipv4Addr::from(u32::from(base) + 2 + ((start + i) % usable) as u32))
+        .map(|i| {
+            Ipv4Addr::from(u32::from(base).wrapping_add((first + (start + i) % usable) as u32))
+        })
         .find(|ip| !used.contains(ip))
 }
 
@@ -229,12 +293,13 @@ mod tests {
     fn allocation_stays_in_range_and_avoids_used() {
         let cidr = (Ipv4Addr::new(10, 43, 0, 0), 16);
         assert_eq!(first_ip(cidr), Ipv4Addr::new(10, 43, 0, 1));
+        let contains = service_ips::contains;
         assert!(contains(cidr, Ipv4Addr::new(10, 43, 255, 254)));
         assert!(!contains(cidr, Ipv4Addr::new(10, 44, 0, 1)));
         let small = (Ipv4Addr::new(10, 0, 0, 0), 29);
         let mut used = HashSet::new();
         for _ in 0..5 {
-            let ip = free_ip(small, &used);
+            let ip = free_ip(small, true, &used);
             let Some(ip) = ip else {
                 panic!("range has room")
             };
@@ -245,7 +310,18 @@ mod tests {
             );
             used.insert(ip);
         }
-        assert_eq!(free_ip(small, &used), None);
+        assert_eq!(free_ip(small, true, &used), None);
+        // Another range's first address is allocatable.
+        let tiny = (Ipv4Addr::new(10, 99, 0, 0), 30);
+        let mut taken = HashSet::new();
+        for _ in 0..2 {
+            taken.extend(free_ip(tiny, false, &taken));
+        }
+        assert_eq!(
+            taken,
+            HashSet::from([Ipv4Addr::new(10, 99, 0, 1), Ipv4Addr::new(10, 99, 0, 2)])
+        );
+        assert_eq!(free_ip(tiny, false, &taken), None);
         let ports: HashSet<u16> = (30000..30010).collect();
         assert_eq!(free_port(30000, 30010, &ports), Some(30010));
     }

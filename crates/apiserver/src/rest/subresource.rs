@@ -273,7 +273,7 @@ async fn scale_update(call: &Call<'_>, name: &str) -> Result<Response, Status> {
     ))
 }
 
-async fn binding(call: &Call<'_>, name: &str) -> Result<Response, Status> {
+pub(super) async fn binding(call: &Call<'_>, name: &str) -> Result<Response, Status> {
     let (mut binding, _) = body::decode_object(call, body::Kind::Builtin("", "v1", "Binding"))?;
     admit_create(call, name, ("", "v1", "Binding"), &mut binding).await?;
     let node = binding

@@ -12,7 +12,8 @@ use kube::{Client, Config};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-async fn client(cluster: &Cluster) -> Client {
+/// A kube-rs client of the cluster, as its admin.
+pub(crate) async fn client(cluster: &Cluster) -> Client {
     let kubeconfig = kube::config::Kubeconfig::read_from(cluster.kubeconfig()).unwrap();
     let config = Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await

@@ -185,8 +185,8 @@ impl Cluster {
         String::from_utf8(output.stdout).unwrap()
     }
 
-    /// Runs kubectl with `input` on stdin.
-    pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> String {
+    /// Runs kubectl with `input` on stdin, whatever its outcome.
+    pub fn kubectl_input(&self, args: &[&str], input: &str) -> Output {
         use std::io::Write;
         let mut child = self
             .kubectl_command(args)
@@ -201,7 +201,12 @@ impl Cluster {
             .unwrap()
             .write_all(input.as_bytes())
             .unwrap();
-        let output = child.wait_with_output().unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs kubectl with `input` on stdin.
+    pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> String {
+        let output = self.kubectl_input(args, input);
         assert!(
             output.status.success(),
             "kubectl {} failed: {}",

@@ -30,6 +30,7 @@ mod policies;
 mod poll;
 mod protobuf;
 mod quota_controller;
+mod resources;
 mod scheduling;
 mod security;
 mod service_accounts;

@@ -221,6 +221,35 @@ fn api_service_cells(service: &Value, now: Timestamp) -> Vec<Value> {
     ]
 }
 
+pub(crate) static COMPONENT_STATUS: Printer = Printer {
+    columns: &[
+        NAME,
+        string("Status", "Status of the component conditions"),
+        string("Message", "Message of the component conditions"),
+        string("Error", "Error of the component conditions"),
+    ],
+    cells: component_status_cells,
+};
+
+fn component_status_cells(component: &Value, _now: Timestamp) -> Vec<Value> {
+    let healthy = kyb_apimachinery::json::items(component, &["conditions"])
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some("Healthy"));
+    let (status, message, error) = match healthy {
+        Some(condition) => {
+            let field = |key: &str| condition.get(key).and_then(Value::as_str).unwrap_or("");
+            let status = if field("status") == "True" {
+                "Healthy"
+            } else {
+                "Unhealthy"
+            };
+            (status, field("message"), field("error"))
+        }
+        None => ("Unknown", "", ""),
+    };
+    vec![name(component), text(status), text(message), text(error)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

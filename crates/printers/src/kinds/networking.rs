@@ -375,6 +375,58 @@ fn network_policy_cells(policy: &Value, now: Timestamp) -> Vec<Value> {
     ]
 }
 
+pub(crate) static SERVICE_CIDR: Printer = Printer {
+    columns: &[
+        NAME,
+        string("CIDRs", "The ranges cluster IPs are allocated from."),
+        AGE,
+    ],
+    cells: service_cidr_cells,
+};
+
+fn service_cidr_cells(cidr: &Value, now: Timestamp) -> Vec<Value> {
+    let cidrs: Vec<&str> = items(cidr, &["spec", "cidrs"])
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    vec![name(cidr), owned(cidrs.join(",")), age(cidr, now)]
+}
+
+/// Kubernetes defines two columns but computes a third cell (the age), which clients
+/// drop; only the two defined ones are sent here.
+pub(crate) static IP_ADDRESS: Printer = Printer {
+    columns: &[
+        NAME,
+        string("ParentRef", "The object this IP address is allocated to."),
+    ],
+    cells: ip_address_cells,
+};
+
+fn ip_address_cells(address: &Value, _now: Timestamp) -> Vec<Value> {
+    let parent = at(address, &["spec", "parentRef"]);
+    let reference = match parent {
+        Some(parent) if parent.is_object() => {
+            let group = str_at(parent, &["group"]);
+            let resource = str_at(parent, &["resource"]);
+            let mut text = if group.is_empty() {
+                resource.to_lowercase()
+            } else {
+                format!("{resource}.{group}").to_lowercase()
+            };
+            let namespace = str_at(parent, &["namespace"]);
+            if !namespace.is_empty() {
+                text.push('/');
+                text.push_str(namespace);
+            }
+            text.push('/');
+            text.push_str(str_at(parent, &["name"]));
+            text
+        }
+        _ => "<none>".to_string(),
+    };
+    vec![name(address), owned(reference)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

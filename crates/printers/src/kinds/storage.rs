@@ -310,6 +310,36 @@ fn volume_attachment_cells(attachment: &Value, now: Timestamp) -> Vec<Value> {
     ]
 }
 
+pub(crate) static CSI_STORAGE_CAPACITY: Printer = Printer {
+    columns: &[
+        NAME,
+        string(
+            "StorageClassName",
+            "The storage class the capacity applies to.",
+        ),
+        string(
+            "Capacity",
+            "The capacity reported by the CSI driver's GetCapacity call.",
+        ),
+    ],
+    cells: csi_storage_capacity_cells,
+};
+
+fn csi_storage_capacity_cells(capacity: &Value, _now: Timestamp) -> Vec<Value> {
+    let size = match capacity.get("capacity").and_then(Value::as_str) {
+        Some(text) => crate::quantity::canonical(text),
+        None => "<unset>".to_string(),
+    };
+    vec![
+        name(capacity),
+        crate::fields::text(kyb_apimachinery::json::str_at(
+            capacity,
+            &["storageClassName"],
+        )),
+        Value::String(size),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

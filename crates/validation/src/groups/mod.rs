@@ -16,4 +16,6 @@ pub(crate) mod node;
 pub(crate) mod policy;
 pub(crate) mod rbac;
 pub(crate) mod scheduling;
+pub(crate) mod service_ips;
 pub(crate) mod storage;
+pub(crate) mod storage_capacity;

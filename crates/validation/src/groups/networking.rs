@@ -38,6 +38,8 @@ pub(crate) fn lookup(kind: &str) -> Option<Kind> {
         "NetworkPolicy" => Kind::new(subdomain)
             .defaults(default_network_policy)
             .validate(validate_network_policy),
+        "ServiceCIDR" => super::service_ips::service_cidr(),
+        "IPAddress" => super::service_ips::ip_address(),
         _ => return None,
     })
 }

@@ -33,6 +33,7 @@ pub(crate) fn lookup(kind: &str) -> Option<Kind> {
             .prepare(|o| reset_status(o, json!({"attached": false})))
             .validate(validate_volume_attachment)
             .update(|n, o, _| immutable(field(n, "spec"), field(o, "spec"), &Path::new("spec"))),
+        "CSIStorageCapacity" => super::storage_capacity::csi_storage_capacity(),
         _ => return None,
     })
 }
