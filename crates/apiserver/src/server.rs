@@ -35,8 +35,8 @@ use crate::router::{Connectors, Router};
 use crate::routes::Routes;
 use http::Request;
 use kyb_serving::filters::{
-    Authentication, Authorization, BodyLimit, InFlightLimit, PriorityAndFairness,
-    RequestTimeout, ResolveRequestInfo, Unauthorized, filter,
+    Authentication, Authorization, BodyLimit, InFlightLimit, PriorityAndFairness, RequestTimeout,
+    ResolveRequestInfo, Unauthorized, filter,
 };
 use kyb_serving::{Body, RequestInfo};
 use kyb_storage::Store;
