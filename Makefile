@@ -1,6 +1,6 @@
 # The two set-up commands (see README.md) are `make up` and `make test`.
 
-DEBIAN_PACKAGES := etcd-server etcd-client protobuf-compiler libprotobuf-dev
+DEBIAN_PACKAGES := etcd-server etcd-client protobuf-compiler libprotobuf-dev binutils
 
 .PHONY: deps build up down test lint bench
 
@@ -9,6 +9,7 @@ deps:
 
 build: deps
 	cargo build --release --locked -p kyb
+	@scripts/split-debug.sh target/release/kyb
 
 up: build
 	@scripts/up.sh
@@ -28,4 +29,5 @@ bench: deps
 	target/release/kyb-bench storage
 	target/release/kyb-bench apiserver
 	target/release/kyb-bench apf
+	target/release/kyb-bench lists
 	target/release/kyb-bench scheduler
