@@ -15,7 +15,9 @@
 //!   ownerReferences, then the finalizer;
 //! - an owner being deleted with `foregroundDeletion` → its dependents are deleted
 //!   (foreground in turn when they have dependents of their own), and once no dependent
-//!   with `blockOwnerDeletion: true` remains the finalizer is removed;
+//!   with `blockOwnerDeletion: true` remains the finalizer is removed; a dependent whose
+//!   own dependent also waits (an ownership cycle) first has its owner references made
+//!   non-blocking, so the cycle cannot hold every member forever;
 //! - an owner reference to a namespaced owner that lives in another namespace is invalid:
 //!   the owner counts as absent there and a `OwnerRefInvalidNamespace` event is recorded on
 //!   the dependent.
