@@ -349,3 +349,65 @@ fn node_client_requests_are_approved_after_a_subject_access_review() {
     let pending = get(&cluster, "n2");
     assert!(pending["status"]["conditions"].is_null(), "{pending}");
 }
+
+#[tokio::test]
+async fn requests_are_watched_through_approval_signing_and_deletion() {
+    use futures::StreamExt as _;
+    use k8s_openapi::api::certificates::v1::CertificateSigningRequest;
+    use kube::api::{Api, WatchEvent, WatchParams};
+
+    let cluster = Cluster::start();
+    let api: Api<CertificateSigningRequest> = Api::all(crate::client::client(&cluster).await);
+    let mut events = api
+        .watch(&WatchParams::default().timeout(60), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let (request, _key) = request("erin", &["dev"]);
+    let object = csr(
+        "watched",
+        &request,
+        "kubernetes.io/kube-apiserver-client",
+        &["client auth"],
+    );
+    let output = create_as(&cluster, None, &object);
+    assert!(output.status.success(), "{}", text(&output));
+    cluster.kubectl_ok(&["certificate", "approve", "watched"]);
+    // Seen created, approved, then signed, in that order.
+    let mut seen = Vec::new();
+    while let Some(event) = events.next().await {
+        let (kind, csr) = match event.unwrap() {
+            WatchEvent::Added(csr) => ("ADDED", csr),
+            WatchEvent::Modified(csr) => ("MODIFIED", csr),
+            WatchEvent::Deleted(csr) => ("DELETED", csr),
+            other => panic!("unexpected watch event: {other:?}"),
+        };
+        if csr.metadata.name.as_deref() != Some("watched") {
+            continue;
+        }
+        let status = csr.status.unwrap_or_default();
+        let approved = status
+            .conditions
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Approved" && c.status == "True");
+        let signed = status.certificate.is_some();
+        seen.push((kind, approved, signed));
+        if kind == "MODIFIED" && signed {
+            break;
+        }
+    }
+    assert_eq!(seen.first(), Some(&("ADDED", false, false)), "{seen:?}");
+    assert!(seen.contains(&("MODIFIED", true, false)), "{seen:?}");
+    assert_eq!(seen.last(), Some(&("MODIFIED", true, true)), "{seen:?}");
+    cluster.kubectl_ok(&["delete", "csr", "watched"]);
+    loop {
+        match events.next().await.map(Result::unwrap) {
+            Some(WatchEvent::Deleted(csr)) if csr.metadata.name.as_deref() == Some("watched") => {
+                break;
+            }
+            Some(_) => {}
+            None => panic!("the watch ended before the deletion"),
+        }
+    }
+}
