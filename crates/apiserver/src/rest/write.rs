@@ -163,9 +163,7 @@ pub async fn guaranteed_update(
         if !strategy::changed(&new, &current) {
             return Ok((current, false));
         }
-        let finished = meta::deletion_timestamp(&new).is_some()
-            && meta::finalizers(&new).is_empty()
-            && no_spec_finalizers(&new);
+        let finished = finished_deleting(&new, &current);
         if dry_run {
             return Ok((new, true));
         }
@@ -273,6 +271,20 @@ pub fn changed_for_delete(new: &Value, current: &Value) -> bool {
     strategy::changed(new, current)
 }
 
+/// Whether an update ends an object's deletion (Kubernetes' `ShouldDeleteDuringUpdate`): it
+/// was being deleted, no finalizer is left, and no grace period is running — a pod a
+/// kubelet is still stopping (`deletionGracePeriodSeconds` > 0) stays until the kubelet's
+/// own delete, whatever else writes to it meanwhile (a second DisruptionTarget patch).
+fn finished_deleting(new: &Value, current: &Value) -> bool {
+    let grace = meta::metadata(current)
+        .and_then(|m| m.get("deletionGracePeriodSeconds"))
+        .and_then(Value::as_i64);
+    meta::deletion_timestamp(current).is_some()
+        && grace.is_none_or(|g| g == 0)
+        && meta::finalizers(new).is_empty()
+        && no_spec_finalizers(new)
+}
+
 /// Namespaces are deleted once their `spec.finalizers` are empty too.
 fn no_spec_finalizers(object: &Value) -> bool {
     object
@@ -361,8 +373,43 @@ impl serde::Serialize for StoredMetadata<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::encode;
+    use super::{encode, finished_deleting};
     use serde_json::{Value, json};
+
+    #[test]
+    fn an_update_ends_a_deletion_only_without_finalizers_or_a_running_grace_period() {
+        let object = |deleting: bool, grace: Option<i64>, finalizers: &[&str]| {
+            json!({"metadata": {
+                "name": "p",
+                "deletionTimestamp": deleting.then_some("2026-01-01T00:00:00Z"),
+                "deletionGracePeriodSeconds": grace,
+                "finalizers": finalizers,
+            }})
+        };
+        // The last finalizer removed from an object being deleted: gone.
+        assert!(finished_deleting(
+            &object(true, Some(0), &[]),
+            &object(true, Some(0), &["example.com/hold"])
+        ));
+        assert!(finished_deleting(
+            &object(true, None, &[]),
+            &object(true, None, &["x"])
+        ));
+        // A pod a kubelet is still stopping stays, whatever else is written to it.
+        assert!(!finished_deleting(
+            &object(true, Some(30), &[]),
+            &object(true, Some(30), &[])
+        ));
+        // Not being deleted, or finalizers left: an ordinary update.
+        assert!(!finished_deleting(
+            &object(false, None, &[]),
+            &object(false, None, &[])
+        ));
+        assert!(!finished_deleting(
+            &object(true, Some(0), &["x"]),
+            &object(true, Some(0), &["x", "y"])
+        ));
+    }
 
     /// What `encode` must produce: the object cloned, metadata made an object, and the
     /// resourceVersion removed.

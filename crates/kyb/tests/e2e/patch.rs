@@ -673,3 +673,37 @@ fn each_kinds_status_strategy_decides_what_status_writes_keep() {
         "yes"
     );
 }
+
+#[test]
+fn a_status_write_to_a_pod_being_stopped_does_not_finish_its_deletion() {
+    // The preemption flake: a second DisruptionTarget patch on a victim in its grace
+    // period deleted it, where Kubernetes deletes on update only once no grace is left.
+    let cluster = Cluster::start();
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "stopping"},
+        "spec": {"nodeName": "somewhere", "containers": [{"name": "c", "image": "busybox"}]},
+    });
+    cluster.kubectl_stdin(&["create", "-f", "-"], &pod.to_string());
+    cluster.kubectl_ok(&["delete", "pod", "stopping", "--wait=false"]);
+    let path = "/api/v1/namespaces/default/pods/stopping";
+    let deleting = get(&cluster, path);
+    assert_eq!(deleting["metadata"]["deletionGracePeriodSeconds"], 30);
+    let patched = expect(
+        &cluster,
+        "PATCH",
+        &format!("{path}/status"),
+        MERGE,
+        r#"{"status":{"conditions":[{"type":"DisruptionTarget","status":"True","reason":"PreemptionByScheduler"}]}}"#,
+        200,
+    );
+    assert_eq!(
+        patched["status"]["conditions"][0]["type"],
+        "DisruptionTarget"
+    );
+    assert!(get(&cluster, path)["metadata"]["deletionTimestamp"].is_string());
+    // The kubelet's own delete ends it.
+    cluster.kubectl_ok(&["delete", "pod", "stopping", "--grace-period=0", "--force"]);
+    let (code, _) = cluster.http("GET", path, "application/json", b"");
+    assert_eq!(code, 404);
+}
