@@ -303,7 +303,11 @@ impl Connect for Echo {
 }
 
 /// Holds every request until told to answer.
-struct Hold(Arc<Notify>);
+/// A handler that says when it has started (`entered`) and then waits for `release`.
+struct Hold {
+    entered: Arc<Notify>,
+    release: Arc<Notify>,
+}
 
 impl Connect for Hold {
     fn connect(
@@ -313,8 +317,9 @@ impl Connect for Hold {
         _target: ResourceRequest,
         _request: Request<Body>,
     ) -> Pin<Box<dyn Future<Output = Response> + Send>> {
-        let release = self.0.clone();
+        let (entered, release) = (self.entered.clone(), self.release.clone());
         Box::pin(async move {
+            entered.notify_one();
             release.notified().await;
             kyb_apiserver::response::stream().1
         })
@@ -325,6 +330,7 @@ impl Connect for Hold {
 async fn connect_handlers_stream_and_long_running_ones_are_not_counted_in_flight()
 -> anyhow::Result<()> {
     let release = Arc::new(Notify::new());
+    let entered = Arc::new(Notify::new());
     let config = Config {
         max_requests_in_flight: 1,
         priority_and_fairness: false,
@@ -334,7 +340,15 @@ async fn connect_handlers_stream_and_long_running_ones_are_not_counted_in_flight
         config,
         vec![
             ("", "pods", "exec", Arc::new(Echo) as Arc<dyn Connect>),
-            ("", "pods", "hold", Arc::new(Hold(release.clone()))),
+            (
+                "",
+                "pods",
+                "hold",
+                Arc::new(Hold {
+                    entered: entered.clone(),
+                    release: release.clone(),
+                }),
+            ),
         ],
     )
     .await?;
@@ -380,26 +394,20 @@ async fn connect_handlers_stream_and_long_running_ones_are_not_counted_in_flight
                 .await
         }
     });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let (code, status) = send(
-            stack,
-            request_as(ADMIN, Method::GET, "/api/v1/namespaces", Body::empty()),
-        )
-        .await?;
-        if code == StatusCode::TOO_MANY_REQUESTS {
-            assert_eq!(
-                status["message"],
-                "Too many requests, please try again later."
-            );
-            break;
-        }
-        anyhow::ensure!(
-            tokio::time::Instant::now() < deadline,
-            "the held request never took the slot"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    // Once its handler runs, the held request has the slot (no other request is in flight).
+    tokio::time::timeout(Duration::from_secs(10), entered.notified())
+        .await
+        .map_err(|_| anyhow::anyhow!("the held request never reached its handler"))?;
+    let (code, status) = send(
+        stack,
+        request_as(ADMIN, Method::GET, "/api/v1/namespaces", Body::empty()),
+    )
+    .await?;
+    assert_eq!(code, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        status["message"],
+        "Too many requests, please try again later."
+    );
     let response = stack
         .clone()
         .oneshot(request_as(
