@@ -11,13 +11,12 @@
 //! ResourceQuota).
 
 use crate::http::{
-    TOKEN_TLS, admin_tls, connect, connect_with, kyb_binary, request, request_as, rss_mib, send,
+    TOKEN, TOKEN_TLS, admin_tls, connect, connect_with, path_str, request, request_as, rss_mib,
+    send, start_server, token_file,
 };
 use crate::stats::{Latencies, ms};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use kyb_testkit::Process;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 struct Sizes {
@@ -26,9 +25,6 @@ struct Sizes {
     lists: usize,
     watchers: usize,
 }
-
-/// The bearer token of the benchmark's RBAC user (from the server's token file).
-const TOKEN: &str = "bench-token-0123456789";
 
 pub fn run(quick: bool) -> anyhow::Result<()> {
     let sizes = if quick {
@@ -46,33 +42,10 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
             watchers: 1000,
         }
     };
-    let binary = kyb_binary();
-    anyhow::ensure!(
-        binary.exists(),
-        "{} is missing: run `cargo build --release -p kyb`",
-        binary.display()
-    );
     let dir = kyb_testkit::temp_dir("bench-apiserver")?;
-    let tokens = dir.path().join("tokens.csv");
-    std::fs::write(&tokens, format!("{TOKEN},bench,1000\n"))?;
-    let port = kyb_testkit::free_port()?;
+    let tokens = token_file(dir.path())?;
     let started = Instant::now();
-    let mut server = Process::spawn(
-        Command::new(&binary)
-            .env_remove("RUST_LOG")
-            .args([
-                "server",
-                "--bind-address",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-                "--token-auth-file",
-            ])
-            .arg(&tokens)
-            .arg("--data-dir")
-            .arg(dir.path()),
-    )?;
-    server.wait_for_line("kyb server ready", Duration::from_secs(60))?;
+    let (mut server, port) = start_server(dir.path(), &["--token-auth-file", path_str(&tokens)?])?;
     let ready = started.elapsed();
     let pid = server.id();
     admin_tls(dir.path())?;

@@ -5,13 +5,13 @@
 //! queued there, and as the admin (`system:masters`, the exempt level). The servers run one
 //! after the other, alternating, twice each; the best round of each mode is reported.
 
-use crate::http::{TOKEN_TLS, admin_tls, connect, connect_with, kyb_binary, request, send};
+use crate::http::{
+    TOKEN, TOKEN_TLS, admin_tls, connect, connect_with, path_str, request, send, start_server,
+    token_file,
+};
 use crate::stats::{Latencies, ms};
-use kyb_testkit::Process;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-const TOKEN: &str = "bench-token-0123456789";
 const CLIENTS: usize = 16;
 
 /// One round's figures: (creates/s, latencies) for the token user, then the admin.
@@ -19,12 +19,6 @@ type Round = ((f64, Latencies), (f64, Latencies));
 
 pub fn run(quick: bool) -> anyhow::Result<()> {
     let objects = if quick { 1600 } else { 8000 };
-    let binary = kyb_binary();
-    anyhow::ensure!(
-        binary.exists(),
-        "{} is missing: run `cargo build --release -p kyb`",
-        binary.display()
-    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -70,26 +64,10 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
 /// the admin, and stops it.
 async fn round(apf: bool, objects: usize) -> anyhow::Result<Round> {
     let dir = kyb_testkit::temp_dir("bench-apf")?;
-    let tokens = dir.path().join("tokens.csv");
-    std::fs::write(&tokens, format!("{TOKEN},bench,1000\n"))?;
-    let port = kyb_testkit::free_port()?;
-    let mut server = Process::spawn(
-        Command::new(kyb_binary())
-            .env_remove("RUST_LOG")
-            .args([
-                "server",
-                "--bind-address",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-                &format!("--enable-priority-and-fairness={apf}"),
-                "--token-auth-file",
-            ])
-            .arg(&tokens)
-            .arg("--data-dir")
-            .arg(dir.path()),
-    )?;
-    server.wait_for_line("kyb server ready", Duration::from_secs(60))?;
+    let tokens = token_file(dir.path())?;
+    let apf = format!("--enable-priority-and-fairness={apf}");
+    let (mut server, port) =
+        start_server(dir.path(), &[&apf, "--token-auth-file", path_str(&tokens)?])?;
     admin_tls(dir.path())?;
     let mut admin = connect(port).await?;
     let binding = r#"{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"bench-edit"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"bench"}]}"#;

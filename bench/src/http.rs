@@ -6,7 +6,10 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1;
 use hyper_util::rt::TokioIo;
-use std::path::PathBuf;
+use kyb_testkit::Process;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
 use tokio::net::TcpStream;
 
 pub type Sender = http1::SendRequest<Full<Bytes>>;
@@ -143,6 +146,44 @@ pub fn kyb_binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/kyb"))
 }
 
+/// The bearer token of the benchmarks' RBAC user `bench` (see [`token_file`]).
+pub const TOKEN: &str = "bench-token-0123456789";
+
+/// Writes a `--token-auth-file` in `dir` naming the user `bench` with [`TOKEN`].
+pub fn token_file(dir: &Path) -> anyhow::Result<PathBuf> {
+    let path = dir.join("tokens.csv");
+    std::fs::write(&path, format!("{TOKEN},bench,1000\n"))?;
+    Ok(path)
+}
+
+/// Starts `kyb server` ([`kyb_binary`]) on a free loopback port with `dir` as its data
+/// dir and `flags` added, and waits until it is ready; the process and its port.
+pub fn start_server(dir: &Path, flags: &[&str]) -> anyhow::Result<(Process, u16)> {
+    let binary = kyb_binary();
+    anyhow::ensure!(
+        binary.exists(),
+        "{} is missing: run `cargo build --release -p kyb`",
+        binary.display()
+    );
+    let port = kyb_testkit::free_port()?;
+    let mut server = Process::spawn(
+        Command::new(&binary)
+            .env_remove("RUST_LOG")
+            .args([
+                "server",
+                "--bind-address",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--data-dir",
+            ])
+            .arg(dir)
+            .args(flags),
+    )?;
+    server.wait_for_line("kyb server ready", Duration::from_secs(60))?;
+    Ok((server, port))
+}
+
 /// Follows a watch (`path` with `watch=true`) until it ends, calling `on_event` with each
 /// event (`{"type": …, "object": …}`); lines that are not JSON are skipped.
 pub async fn follow_watch(
@@ -173,4 +214,10 @@ pub async fn follow_watch(
         }
     }
     Ok(())
+}
+
+/// `path` as UTF-8 (the benchmarks' temporary paths are), for a flag.
+pub fn path_str(path: &Path) -> anyhow::Result<&str> {
+    path.to_str()
+        .ok_or_else(|| anyhow::anyhow!("{} is not UTF-8", path.display()))
 }

@@ -9,12 +9,10 @@
 //! into a `Value`, `kyb-protobuf` into the same JSON form), and the server's RSS before and
 //! after the protobuf lists (the cost of the kept encodings).
 
-use crate::http::{admin_tls, connect, kyb_binary, request, rss_mib};
+use crate::http::{admin_tls, connect, request, rss_mib, start_server};
 use crate::stats::{Latencies, ms};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use kyb_testkit::Process;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
@@ -96,28 +94,8 @@ struct Row {
 pub fn run(quick: bool) -> anyhow::Result<()> {
     let clients = 16;
     let (objects, lists) = if quick { (1008, 5) } else { (10_000, 15) };
-    let binary = kyb_binary();
-    anyhow::ensure!(
-        binary.exists(),
-        "{} is missing: run `cargo build --release -p kyb`",
-        binary.display()
-    );
     let dir = kyb_testkit::temp_dir("bench-lists")?;
-    let port = kyb_testkit::free_port()?;
-    let mut server = Process::spawn(
-        Command::new(&binary)
-            .env_remove("RUST_LOG")
-            .args([
-                "server",
-                "--bind-address",
-                "127.0.0.1",
-                "--port",
-                &port.to_string(),
-                "--data-dir",
-            ])
-            .arg(dir.path()),
-    )?;
-    server.wait_for_line("kyb server ready", Duration::from_secs(60))?;
+    let (mut server, port) = start_server(dir.path(), &[])?;
     let pid = server.id();
     admin_tls(dir.path())?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
