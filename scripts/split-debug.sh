@@ -11,8 +11,7 @@ if ! objdump -h "$binary" | grep -q '\.debug_line'; then
 fi
 rm -f "$binary.debug"
 objcopy --only-keep-debug "$binary" "$binary.debug"
-# Keep the binary's timestamp: cargo compares it with its inputs to decide freshness.
 objcopy --strip-all --add-gnu-debuglink="$binary.debug" "$binary" "$binary.stripped"
-touch -r "$binary" "$binary.stripped"
+# A new file, not a rewrite in place: cargo's copy is a hard link to its own output.
 mv "$binary.stripped" "$binary"
 echo "$binary: $(du -m "$binary" | cut -f1) MiB (debug information in $binary.debug)"
