@@ -141,6 +141,14 @@ pub struct ServerArgs {
 
     #[command(flatten)]
     pub controllers: ControllerArgs,
+
+    /// Run the control plane only, without the node agent (`kyb server`; the agent also
+    /// stays off when the server does not run as root).
+    #[arg(long)]
+    pub disable_agent: bool,
+
+    #[command(flatten)]
+    pub node: NodeArgs,
 }
 
 /// What the controllers do (kube-controller-manager's flags of the same names).

@@ -399,7 +399,42 @@ impl Worker {
         if !self.write_status(pod, &status).await {
             wait = wait.min(RETRY);
         }
+        self.prune(&runtime).await;
         Next::After(wait)
+    }
+
+    /// Removes exited instances older than each container's newest two (the newest is the
+    /// status, the one before it the last state and `logs --previous`), as kubelet's
+    /// container garbage collection keeps one dead instance per container.
+    async fn prune(&mut self, runtime: &PodRuntime) {
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for instance in &runtime.instances {
+            let count = seen.entry(instance.name.as_str()).or_default();
+            *count += 1;
+            if *count <= 2 || instance.state != State::Exited {
+                continue;
+            }
+            let removed = self
+                .shared
+                .cri
+                .runtime
+                .clone()
+                .remove_container(k8s_cri::v1::RemoveContainerRequest {
+                    container_id: instance.id.clone(),
+                })
+                .await;
+            if let Err(error) = removed {
+                tracing::debug!(container = %instance.id, error = %error.message(), "removing an old container");
+            }
+            let file = self
+                .shared
+                .pods_dir
+                .join(&self.uid)
+                .join("containers")
+                .join(&instance.name)
+                .join(instance.restart_count.to_string());
+            let _ = tokio::fs::remove_file(file).await;
+        }
     }
 
     /// Starts `container` (a new instance after `latest`), unless its restart back-off
