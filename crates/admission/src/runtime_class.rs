@@ -109,6 +109,7 @@ fn validate_overhead(pod: &Value, class: Option<&Value>) -> Result<(), Denial> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use serde_json::json;
 
