@@ -265,9 +265,12 @@ pub const CNI_NETWORK: &str = "kyb";
 /// Writes a CNI configuration list into `conf_dir` (`10-kyb.conflist`): a `cni0` bridge
 /// with host-local addresses from `pod_cidr` (default route through the bridge, IP
 /// masquerade for traffic leaving the node), `portmap` for `hostPort`s and `loopback`.
+/// The address leases are kept beside `conf_dir` (`../ipam`), not in the machine's
+/// `/var/lib/cni`.
 pub fn write_cni_config(conf_dir: &Path, pod_cidr: &str) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(conf_dir)
         .with_context(|| format!("creating {}", conf_dir.display()))?;
+    let leases = conf_dir.parent().unwrap_or(conf_dir).join("ipam");
     let conflist = serde_json::json!({
         "cniVersion": "1.0.0",
         "name": CNI_NETWORK,
@@ -280,6 +283,7 @@ pub fn write_cni_config(conf_dir: &Path, pod_cidr: &str) -> anyhow::Result<PathB
                 "hairpinMode": true,
                 "ipam": {
                     "type": "host-local",
+                    "dataDir": leases,
                     "ranges": [[{ "subnet": pod_cidr }]],
                     "routes": [{ "dst": "0.0.0.0/0" }],
                 },

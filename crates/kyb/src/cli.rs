@@ -39,6 +39,8 @@ pub enum Command {
     ControllerManager(ControllerManagerArgs),
     /// Print the version.
     Version,
+    /// Build the project's images and import images into the node's containerd.
+    Image(crate::image::ImageArgs),
 }
 
 #[derive(Debug, Args)]

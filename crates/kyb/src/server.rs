@@ -265,7 +265,7 @@ fn client_address(bind: IpAddr, actual: SocketAddr) -> SocketAddr {
 }
 
 /// `/var/lib/kyb` for root, `$XDG_DATA_HOME/kyb` (or `~/.local/share/kyb`) for anyone else.
-fn default_data_dir() -> anyhow::Result<PathBuf> {
+pub(crate) fn default_data_dir() -> anyhow::Result<PathBuf> {
     if kyb_node_sys::privileges::is_root() {
         return Ok(PathBuf::from("/var/lib/kyb"));
     }
