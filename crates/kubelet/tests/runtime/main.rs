@@ -4,6 +4,7 @@
 
 mod cri;
 mod pull;
+mod supervise;
 
 use kyb_kubelet::containerd::{self, ContainerdConfig};
 use kyb_testkit::{ContainerdFiles, NetNs, TestContainerd};
