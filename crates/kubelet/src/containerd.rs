@@ -24,6 +24,7 @@
 
 use crate::cri::Cri;
 use anyhow::{Context as _, bail};
+use kyb_node_sys::signals::ProcessSignal;
 use std::fmt::Write as _;
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -388,7 +389,7 @@ impl Containerd {
 
     async fn terminate(&mut self) {
         if let Some(pid) = self.child.id() {
-            signal(pid, rustix::process::Signal::TERM);
+            signal(pid, ProcessSignal::Terminate);
             if tokio::time::timeout(STOP_DEADLINE, self.child.wait())
                 .await
                 .is_err()
@@ -451,10 +452,9 @@ impl Containerd {
     }
 }
 
-fn signal(pid: u32, signal: rustix::process::Signal) {
-    let Ok(pid) = i32::try_from(pid) else { return };
-    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-        let _ = rustix::process::kill_process(pid, signal);
+fn signal(pid: u32, signal: ProcessSignal) {
+    if let Err(error) = kyb_node_sys::signals::send(pid, signal) {
+        tracing::debug!(error = %error, "signalling containerd");
     }
 }
 
@@ -501,11 +501,11 @@ async fn replace_leftover(config: &ContainerdConfig) -> anyhow::Result<()> {
         pid,
         "stopping the containerd an earlier agent left running (its pods keep running)"
     );
-    signal(pid, rustix::process::Signal::TERM);
+    signal(pid, ProcessSignal::Terminate);
     let deadline = Instant::now() + STOP_DEADLINE;
     while is_containerd_with(pid, &config.config_file()) {
         if Instant::now() > deadline {
-            signal(pid, rustix::process::Signal::KILL);
+            signal(pid, ProcessSignal::Kill);
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
