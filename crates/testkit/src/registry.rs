@@ -18,16 +18,31 @@ pub struct TestRegistry {
 impl TestRegistry {
     /// Starts the registry in `netns` and waits until it listens.
     pub fn start(netns: &NetNs) -> anyhow::Result<TestRegistry> {
+        Self::start_with(netns, None)
+    }
+
+    /// Starts a registry that wants HTTP basic authentication: `htpasswd` is the line of
+    /// its htpasswd file (`user:<bcrypt hash>`).
+    pub fn start_with_htpasswd(netns: &NetNs, htpasswd: &str) -> anyhow::Result<TestRegistry> {
+        Self::start_with(netns, Some(htpasswd))
+    }
+
+    fn start_with(netns: &NetNs, htpasswd: Option<&str>) -> anyhow::Result<TestRegistry> {
         let dir = crate::temp_dir("registry")?;
         let config = dir.path().join("config.yml");
-        std::fs::write(
-            &config,
-            format!(
-                "version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:5000\n",
-                dir.path().join("storage").display()
-            ),
-        )
-        .context("writing the registry's configuration")?;
+        let mut text = format!(
+            "version: 0.1\nlog:\n  level: info\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:5000\n",
+            dir.path().join("storage").display()
+        );
+        if let Some(line) = htpasswd {
+            let file = dir.path().join("htpasswd");
+            std::fs::write(&file, format!("{line}\n")).context("writing the htpasswd file")?;
+            text.push_str(&format!(
+                "auth:\n  htpasswd:\n    realm: kyb-test\n    path: {}\n",
+                file.display()
+            ));
+        }
+        std::fs::write(&config, text).context("writing the registry's configuration")?;
         let mut command = netns.command("docker-registry");
         command.arg("serve").arg(&config);
         let mut process = Process::spawn(&mut command)

@@ -73,6 +73,12 @@ fn parse_key(key: &str) -> (String, String) {
         Some((host, path)) => (host, path.trim_end_matches('/')),
         None => (without_scheme, ""),
     };
+    // Docker's clients take `host/v1/` and `host/v2/` for the host itself.
+    let path = path
+        .strip_prefix("v1")
+        .or_else(|| path.strip_prefix("v2"))
+        .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+        .map_or(path, |rest| rest.trim_start_matches('/'));
     (host.to_lowercase(), path.to_string())
 }
 
@@ -164,14 +170,14 @@ impl Keyring {
             if !matches {
                 continue;
             }
-            let server = key.split('/').next().unwrap_or(key).to_string();
+            // As kubelet: the user name and password alone (`auth` decoded into them), no
+            // server address (containerd would drop credentials whose address it cannot
+            // parse as a URL's host, as `localhost:5000` is not).
             for entry in entries {
                 let (username, password) = entry.credentials();
                 found.push(AuthConfig {
                     username,
                     password,
-                    auth: entry.auth.clone(),
-                    server_address: server.clone(),
                     ..AuthConfig::default()
                 });
             }
@@ -209,7 +215,7 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].username, "alice");
         assert_eq!(found[0].password, "s3cret");
-        assert_eq!(found[0].server_address, "localhost:5000");
+        assert_eq!(found[0].server_address, "");
         assert!(keyring.lookup("localhost:5001/team/app").is_empty());
         assert!(keyring.lookup("docker.io/library/busybox").is_empty());
     }
@@ -222,7 +228,8 @@ mod tests {
                 DOCKERCFG_KEY,
                 r#"{"*.example.com":{"username":"any","password":"p"},
                     "registry.example.com/team":{"username":"team","password":"p"},
-                    "https://index.docker.io/v1/":{"username":"hub","password":"p"}}"#,
+                    "https://index.docker.io/v1/":{"username":"hub","password":"p"},
+                    "https://other.example.org/v2/":{"username":"v2","password":"p"}}"#,
             ),
             // A secret of another type is ignored even with the right key.
             secret(
@@ -242,6 +249,7 @@ mod tests {
         assert_eq!(users("registry.example.com/other/app"), ["any"]);
         assert_eq!(users("a.b.example.com/app"), Vec::<String>::new());
         assert_eq!(users("docker.io/library/busybox"), ["hub"]);
+        assert_eq!(users("other.example.org/any/app"), ["v2"]);
     }
 
     #[test]

@@ -388,6 +388,10 @@ impl ImagePuller {
             };
             match self.cri.images.clone().pull_image(request).await {
                 Ok(response) => return Ok(response.into_inner().image_ref),
+                // As kubelet's CRI client: an Unknown code adds nothing, only its message.
+                Err(status) if status.code() == tonic::Code::Unknown => {
+                    errors.push(status.message().to_string());
+                }
                 Err(status) => errors.push(grpc_error_text(&status)),
             }
         }

@@ -209,11 +209,11 @@ fn domain_split(name: &str) -> (Option<&str>, &str) {
 }
 
 /// The image with `:latest` appended when it has neither tag nor digest (kubelet's
-/// `applyDefaultImageTag`); the error is kubelet's
-/// `couldn't parse image reference "x": invalid reference format`.
+/// `applyDefaultImageTag`); the error is kubelet's (its `ParseImageName`'s, since 1.28)
+/// `couldn't parse image name "x": invalid reference format`.
 pub fn apply_default_tag(image: &str) -> Result<String, String> {
     let reference = parse_normalized(image)
-        .map_err(|error| format!("couldn't parse image reference {image:?}: {error}"))?;
+        .map_err(|error| format!("couldn't parse image name {image:?}: {error}"))?;
     if reference.tag.is_none() && reference.digest.is_none() {
         Ok(format!("{image}:latest"))
     } else {
@@ -284,7 +284,7 @@ mod tests {
         );
         assert_eq!(
             apply_default_tag("UPPER/x y"),
-            Err(r#"couldn't parse image reference "UPPER/x y": invalid reference format"#.into())
+            Err(r#"couldn't parse image name "UPPER/x y": invalid reference format"#.into())
         );
     }
 

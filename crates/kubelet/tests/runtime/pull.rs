@@ -2,13 +2,15 @@
 //! test's network namespace), and kubelet's pull policies, reasons and events.
 
 use crate::{image_archive, start_containerd};
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Container, Pod, Secret};
 use kyb_kubelet::cri::Cri;
 use kyb_kubelet::images::pull::{
     ERR_IMAGE_NEVER_PULL, ERR_IMAGE_PULL, IMAGE_PULL_BACK_OFF, INVALID_IMAGE_NAME,
 };
 use kyb_kubelet::images::{EventType, ImagePuller};
 use kyb_testkit::{NetNs, REGISTRY_ADDRESS, TestRegistry};
+use std::collections::BTreeMap;
 
 fn pod() -> Pod {
     let mut pod = Pod::default();
@@ -126,7 +128,84 @@ async fn images_are_pulled_from_a_plain_http_registry_as_root() -> anyhow::Resul
     assert_eq!(invalid.reason, INVALID_IMAGE_NAME);
     assert_eq!(
         invalid.message,
-        r#"Failed to apply default image tag "Not A Name": couldn't parse image reference "Not A Name": invalid reference format"#
+        r#"Failed to apply default image tag "Not A Name": couldn't parse image name "Not A Name": invalid reference format"#
     );
+    Ok(())
+}
+
+/// `alice`:`s3cret`, bcrypt-hashed (cost 4: quick to check) for the registry's htpasswd file.
+const HTPASSWD: &str = "alice:$2b$04$Nh5oCxhvGDXg6mrnyO2NTOqTN33dBk4M3f6Lrjd1uALcp1uSbLJDm";
+
+fn docker_config_secret(registry: &str, user: &str, password: &str) -> Secret {
+    use base64::Engine as _;
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    let json = format!(r#"{{"auths":{{"{registry}":{{"auth":"{auth}"}}}}}}"#);
+    Secret {
+        type_: Some("kubernetes.io/dockerconfigjson".into()),
+        data: Some(BTreeMap::from([(
+            ".dockerconfigjson".to_string(),
+            ByteString(json.into_bytes()),
+        )])),
+        ..Secret::default()
+    }
+}
+
+#[tokio::test]
+async fn pull_secrets_give_the_registry_its_credentials_as_root() -> anyhow::Result<()> {
+    let netns = NetNs::create()?;
+    let registry = TestRegistry::start_with_htpasswd(&netns, HTPASSWD)?;
+    let archive = image_archive("pause")?;
+    let image = format!("{REGISTRY_ADDRESS}/private/pause:1.0");
+    let copy = netns
+        .command("skopeo")
+        .args(["--insecure-policy", "copy", "--dest-tls-verify=false"])
+        .args(["--dest-creds", "alice:s3cret"])
+        .arg(format!("oci-archive:{}", archive.display()))
+        .arg(format!("docker://{image}"))
+        .output()?;
+    anyhow::ensure!(
+        copy.status.success(),
+        "skopeo copy: {}\n{}",
+        String::from_utf8_lossy(&copy.stderr),
+        registry.output()
+    );
+    let containerd = start_containerd(&netns)?;
+    let puller = ImagePuller::new(Cri::connect(&containerd.endpoint())?);
+
+    // No secret: the registry refuses.
+    let refused = puller
+        .ensure(&pod(), &container(&image, Some("Always")), &[])
+        .await
+        .expect_err("pulled without credentials");
+    assert_eq!(refused.reason, ERR_IMAGE_PULL);
+    assert!(
+        refused.message.contains("401 Unauthorized"),
+        "{}",
+        refused.message
+    );
+
+    // A wrong password for that registry, and a right one for another registry: still
+    // refused (another pod: no back-off from the first failure).
+    let mut other_pod = pod();
+    other_pod.metadata.uid = Some("uid-other".into());
+    let wrong = [
+        docker_config_secret(REGISTRY_ADDRESS, "alice", "wrong"),
+        docker_config_secret("registry.example.com", "alice", "s3cret"),
+    ];
+    let refused = puller
+        .ensure(&other_pod, &container(&image, Some("Always")), &wrong)
+        .await
+        .expect_err("pulled with a wrong password");
+    assert_eq!(refused.reason, ERR_IMAGE_PULL);
+
+    // The right secret.
+    let mut third_pod = pod();
+    third_pod.metadata.uid = Some("uid-third".into());
+    let secret = docker_config_secret(REGISTRY_ADDRESS, "alice", "s3cret");
+    let pulled = puller
+        .ensure(&third_pod, &container(&image, Some("Always")), &[secret])
+        .await
+        .map_err(|error| anyhow::anyhow!("{error:?}"))?;
+    assert!(pulled.image_ref.starts_with("sha256:"), "{pulled:?}");
     Ok(())
 }
