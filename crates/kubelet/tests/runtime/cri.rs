@@ -167,3 +167,99 @@ async fn a_pod_sandbox_and_a_busybox_container_run_through_cri_as_root() -> anyh
     assert!(left.is_empty(), "{left:?}");
     Ok(())
 }
+
+/// The pids in the cgroup `path` and below, in the pids hierarchy.
+fn pids_under(path: &std::path::Path) -> Vec<u32> {
+    let mut pids = Vec::new();
+    let procs = std::fs::read_to_string(path.join("cgroup.procs")).unwrap_or_default();
+    pids.extend(procs.lines().filter_map(|l| l.trim().parse::<u32>().ok()));
+    if let Ok(children) = std::fs::read_dir(path) {
+        for child in children.flatten() {
+            if child.file_type().is_ok_and(|t| t.is_dir()) {
+                pids.extend(pids_under(&child.path()));
+            }
+        }
+    }
+    pids
+}
+
+#[tokio::test]
+async fn dropping_the_test_containerd_leaves_nothing_behind_as_root() -> anyhow::Result<()> {
+    let netns = NetNs::create()?;
+    let containerd = start_containerd(&netns)?;
+    import_project_images(&containerd)?;
+    let cri = Cri::connect(&containerd.endpoint())?;
+    let sandbox_config = PodSandboxConfig {
+        metadata: Some(PodSandboxMetadata {
+            name: "left-running".into(),
+            uid: "uid-2".into(),
+            namespace: "default".into(),
+            attempt: 0,
+        }),
+        linux: Some(LinuxPodSandboxConfig {
+            cgroup_parent: containerd.cgroup_parent().into(),
+            ..LinuxPodSandboxConfig::default()
+        }),
+        ..PodSandboxConfig::default()
+    };
+    let mut runtime = cri.runtime.clone();
+    let sandbox = runtime
+        .run_pod_sandbox(RunPodSandboxRequest {
+            config: Some(sandbox_config.clone()),
+            runtime_handler: String::new(),
+        })
+        .await?
+        .into_inner()
+        .pod_sandbox_id;
+    let container = runtime
+        .create_container(CreateContainerRequest {
+            pod_sandbox_id: sandbox,
+            config: Some(ContainerConfig {
+                metadata: Some(ContainerMetadata {
+                    name: "main".into(),
+                    attempt: 0,
+                }),
+                image: Some(ImageSpec {
+                    image: BUSYBOX_IMAGE.into(),
+                    ..ImageSpec::default()
+                }),
+                command: vec!["sleep".into(), "1000".into()],
+                ..ContainerConfig::default()
+            }),
+            sandbox_config: Some(sandbox_config),
+        })
+        .await?
+        .into_inner()
+        .container_id;
+    runtime
+        .start_container(StartContainerRequest {
+            container_id: container,
+        })
+        .await?;
+
+    let cgroup = std::path::Path::new("/sys/fs/cgroup/pids")
+        .join(containerd.cgroup_parent().trim_start_matches('/'));
+    let pids = pids_under(&cgroup);
+    // The pause process and sleep.
+    assert!(pids.len() >= 2, "{pids:?} in {}", cgroup.display());
+    let dir = containerd.dir().to_path_buf();
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")?;
+    assert!(mountinfo.contains(&dir.to_string_lossy().into_owned()));
+
+    drop(containerd);
+    for pid in &pids {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        assert!(
+            stat.is_empty() || stat.contains(") Z "),
+            "{pid} left: {stat}"
+        );
+    }
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")?;
+    assert!(
+        !mountinfo.contains(&dir.to_string_lossy().into_owned()),
+        "{mountinfo}"
+    );
+    assert!(!cgroup.exists(), "{} left", cgroup.display());
+    assert!(!dir.exists(), "{} left", dir.display());
+    Ok(())
+}
