@@ -41,6 +41,8 @@ pub enum Command {
     Kubelet(KubeletArgs),
     /// Print the version.
     Version,
+    /// Build the project's images and import images into the node's containerd.
+    Image(crate::image::ImageArgs),
 }
 
 #[derive(Debug, Args)]

@@ -11,6 +11,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod cli;
 mod controller_manager;
 mod identities;
+mod image;
 mod kubelet;
 mod logging;
 mod scheduler;
@@ -31,6 +32,7 @@ fn main() -> std::process::ExitCode {
         cli::Command::Scheduler(args) => run_async(scheduler::run(args)),
         cli::Command::ControllerManager(args) => run_async(controller_manager::run(args)),
         cli::Command::Kubelet(args) => run_async(kubelet::run(args, cli.data_dir)),
+        cli::Command::Image(args) => image::run(args, cli.data_dir),
     };
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -25,9 +25,11 @@
 //! - [`privileges`]: who the process runs as (`is_root`).
 //! - [`cgroup`]: the machine's cgroup version (v1 or v2) and the driver managing cgroups
 //!   (systemd or cgroupfs).
+//! - [`signals`]: signals to other processes (SIGTERM, SIGKILL).
 
 pub mod cgroup;
 pub mod privileges;
+pub mod signals;
 
 #[cfg(test)]
 mod boundary;

@@ -21,6 +21,7 @@ mod flowcontrol;
 mod garbage_collection;
 mod hardening;
 mod http;
+mod images;
 mod kubectl;
 mod kubelet;
 mod net_controllers;
