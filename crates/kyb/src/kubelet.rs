@@ -54,17 +54,41 @@ pub fn in_process(kubeconfig: PathBuf, args: NodeArgs, data_dir: PathBuf) -> imp
     })
 }
 
+/// The pod network's addresses until the node has a `spec.podCIDR` of its own (issue 19
+/// brings the network from node IPAM).
+const DEFAULT_POD_CIDR: &str = "10.42.0.0/24";
+
 async fn agent(
     client: kube::Client,
     config: kyb_kubelet::Config,
     args: NodeArgs,
     ctx: Context,
 ) -> anyhow::Result<()> {
-    let endpoint = args.container_runtime_endpoint.clone().context(
-        "--container-runtime-endpoint is needed (the agent's own containerd is not built yet)",
-    )?;
+    use kyb_kubelet::containerd::{Containerd, ContainerdConfig, write_cni_config};
     let cancel = ctx.token().clone();
-    kyb_kubelet::agent::run(config, client, &endpoint, || ctx.ready(), cancel)
+    // Our own containerd unless told to use another runtime; it is stopped with the agent
+    // (its containers keep running for the next start to find).
+    let (endpoint, supervised) = match args.container_runtime_endpoint.clone() {
+        Some(endpoint) => (endpoint, None),
+        None => {
+            let runtime = ContainerdConfig::new(&config.root_dir);
+            write_cni_config(&runtime.cni_conf_dir, DEFAULT_POD_CIDR)
+                .context("writing the CNI configuration")?;
+            let containerd = Containerd::start(runtime)
+                .await
+                .context("starting the node's containerd")?;
+            let endpoint = containerd.endpoint();
+            let stop = cancel.child_token();
+            let task = tokio::spawn(containerd.supervise(stop.clone().cancelled_owned()));
+            (endpoint, Some((stop, task)))
+        }
+    };
+    let outcome = kyb_kubelet::agent::run(config, client, &endpoint, || ctx.ready(), cancel)
         .await
-        .context("running the node agent")
+        .context("running the node agent");
+    if let Some((stop, task)) = supervised {
+        stop.cancel();
+        let _ = task.await;
+    }
+    outcome
 }
