@@ -315,27 +315,39 @@ async fn delete_mirror(api: &Api<Pod>, mirror: &Pod) -> anyhow::Result<()> {
     }
 }
 
-/// Makes `static_pod`'s mirror pod current: deletes one that is stale (another hash) or
-/// being deleted, and creates it when missing.
+/// The mirror pods bound to `node_name`, listed as a node may list pods (selected by
+/// `spec.nodeName`; the Node authorizer refuses a node a plain `get` of a pod that is not
+/// yet bound to it).
+pub async fn mirror_pods(client: &kube::Client, node_name: &str) -> anyhow::Result<Vec<Pod>> {
+    let api: Api<Pod> = Api::all(client.clone());
+    let list = api
+        .list(&ListParams::default().fields(&format!("spec.nodeName={node_name}")))
+        .await
+        .map_err(|e| anyhow::Error::new(e).context("listing the node's pods"))?;
+    Ok(list.items.into_iter().filter(is_mirror).collect())
+}
+
+/// Makes `static_pod`'s mirror pod current, given the pod of its name the agent sees
+/// (`current`, from its pod informer): deletes one that is stale (another hash), and
+/// creates it when missing or stale. One being deleted is left to go first.
 pub async fn sync_mirror_pod(
     client: &kube::Client,
     static_pod: &Pod,
+    current: Option<&Pod>,
     node: &Node,
 ) -> anyhow::Result<()> {
     let namespace = static_pod.metadata.namespace.clone().unwrap_or_default();
     let name = static_pod.metadata.name.clone().unwrap_or_default();
     let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
-    let existing = api.get_opt(&name).await.map_err(|e| {
-        anyhow::Error::new(e).context(format!("reading mirror pod {namespace}/{name}"))
-    })?;
-    if let Some(mirror) = &existing {
-        if mirror.metadata.deletion_timestamp.is_none() && is_mirror_of(mirror, static_pod) {
+    if let Some(mirror) = current {
+        if mirror.metadata.deletion_timestamp.is_some() {
             return Ok(());
         }
-        if mirror.metadata.deletion_timestamp.is_none() {
-            tracing::info!(pod = %format!("{namespace}/{name}"), "deleting a stale mirror pod");
-            delete_mirror(&api, mirror).await?;
+        if is_mirror_of(mirror, static_pod) {
+            return Ok(());
         }
+        tracing::info!(pod = %format!("{namespace}/{name}"), "deleting a stale mirror pod");
+        delete_mirror(&api, mirror).await?;
     }
     match api
         .create(&PostParams::default(), &mirror_pod(static_pod, node))
@@ -343,8 +355,9 @@ pub async fn sync_mirror_pod(
     {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(s)) if s.code == 409 => {
-            let current = api.get_opt(&name).await.ok().flatten();
-            if current.is_some_and(|m| is_mirror_of(&m, static_pod)) {
+            let node_name = node.metadata.name.clone().unwrap_or_default();
+            let existing = mirror_pods(client, &node_name).await?;
+            if existing.iter().any(|m| is_mirror_of(m, static_pod)) {
                 Ok(())
             } else {
                 anyhow::bail!(
@@ -366,13 +379,8 @@ pub async fn delete_orphaned_mirror_pods(
     node_name: &str,
     static_pods: &[Pod],
 ) -> anyhow::Result<Vec<String>> {
-    let api: Api<Pod> = Api::all(client.clone());
-    let list = api
-        .list(&ListParams::default().fields(&format!("spec.nodeName={node_name}")))
-        .await
-        .map_err(|e| anyhow::Error::new(e).context("listing the node's pods"))?;
     let mut deleted = Vec::new();
-    for pod in list.items.iter().filter(|p| is_mirror(p)) {
+    for pod in mirror_pods(client, node_name).await? {
         let alive = static_pods.iter().any(|s| {
             s.metadata.name == pod.metadata.name && s.metadata.namespace == pod.metadata.namespace
         });
@@ -380,7 +388,7 @@ pub async fn delete_orphaned_mirror_pods(
             continue;
         }
         let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-        delete_mirror(&Api::namespaced(client.clone(), &namespace), pod).await?;
+        delete_mirror(&Api::namespaced(client.clone(), &namespace), &pod).await?;
         deleted.push(format!(
             "{namespace}/{}",
             pod.metadata.name.clone().unwrap_or_default()

@@ -24,6 +24,7 @@ mod http;
 mod kubectl;
 mod kubelet;
 mod net_controllers;
+mod node_agent;
 mod nodes;
 mod patch;
 mod policies;
