@@ -1,6 +1,12 @@
 //! [`NodeAgent`]: registers the Node, then renews its Lease and reports its status until
 //! cancelled — the kubelet's `registerWithAPIServer`, `nodeLeaseController` and
 //! `syncNodeStatus` in one loop.
+//!
+//! The InternalIP is `--node-ip` when given, otherwise the source address of the default
+//! route (the kubelet's last fallback; it asks DNS for the node's name first, which we
+//! skip). A node with neither — a network namespace holding only a loopback — reports
+//! just its Hostname address, as the kubelet does (it logs `can't get ip address of
+//! node`): give such a node `--node-ip`.
 
 use super::RuntimeInfo;
 use super::lease::LeaseRenewer;
@@ -291,7 +297,8 @@ impl NodeAgent {
                 os_image: machine::os_image(),
                 container_runtime_version: runtime_version,
                 kubelet_version: self.options.kubelet_version.clone(),
-                // Deprecated (KEP-4004): the kubelet no longer reports it.
+                // Deprecated (KEP-4004): a 1.33 kubelet leaves it empty
+                // (DisableNodeKubeProxyVersion is on by default).
                 kube_proxy_version: String::new(),
                 operating_system: "linux".to_string(),
                 architecture: machine::go_arch().to_string(),
