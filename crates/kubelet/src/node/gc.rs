@@ -164,6 +164,18 @@ pub fn sandboxes_to_remove(
     remove
 }
 
+/// Every container the runtime has, in any state.
+async fn list_containers(cri: &mut Cri) -> anyhow::Result<Vec<k8s_cri::v1::Container>> {
+    use anyhow::Context as _;
+    Ok(cri
+        .runtime
+        .list_containers(ListContainersRequest { filter: None })
+        .await
+        .context("listing containers")?
+        .into_inner()
+        .containers)
+}
+
 /// Removes dead containers and sandboxes; returns how many of each went.
 pub async fn collect_containers(
     cri: &mut Cri,
@@ -171,13 +183,7 @@ pub async fn collect_containers(
     pods: &dyn PodState,
 ) -> anyhow::Result<(usize, usize)> {
     use anyhow::Context as _;
-    let containers = cri
-        .runtime
-        .list_containers(ListContainersRequest { filter: None })
-        .await
-        .context("listing containers")?
-        .into_inner()
-        .containers;
+    let containers = list_containers(cri).await?;
     let now = jiff::Timestamp::now().as_nanosecond();
     let min_age = i128::try_from(policy.min_age.as_nanos()).unwrap_or(i128::MAX);
     let dead: Vec<DeadContainer> = containers
@@ -341,13 +347,7 @@ impl ImageGc {
             .context("listing images")?
             .into_inner()
             .images;
-        let containers = cri
-            .runtime
-            .list_containers(ListContainersRequest { filter: None })
-            .await
-            .context("listing containers")?
-            .into_inner()
-            .containers;
+        let containers = list_containers(cri).await?;
         let used: BTreeSet<&str> = containers
             .iter()
             .flat_map(|c| {

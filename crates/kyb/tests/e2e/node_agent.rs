@@ -5,6 +5,7 @@
 //! pods created and deleted. The runtime is a fixed stand-in: containerd is the pod tests'.
 
 use crate::cluster::Cluster;
+use crate::nodes::condition;
 use crate::poll::wait_for;
 use async_trait::async_trait;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -57,21 +58,6 @@ async fn node_client(cluster: &Cluster, node: &str) -> kube::Client {
         .await
         .unwrap();
     kube::Client::try_from(config).unwrap()
-}
-
-fn condition(node: &Node, kind: &str) -> Option<(String, String, String)> {
-    let c = node
-        .status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == kind)?;
-    Some((
-        c.status.clone(),
-        c.reason.clone().unwrap_or_default(),
-        c.message.clone().unwrap_or_default(),
-    ))
 }
 
 #[tokio::test]
