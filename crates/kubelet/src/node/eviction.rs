@@ -235,7 +235,8 @@ pub fn message(
     let mut message = format!("The node was low on resource: {resource}. ");
     let quantity = match &threshold.value {
         super::thresholds::ThresholdValue::Quantity(q) => q.canonical(),
-        value => Quantity::from_int(value.amount(observation.capacity)).canonical(),
+        // The kubelet's `GetThresholdQuantity`: a binary quantity.
+        value => binary_si(u64::try_from(value.amount(observation.capacity)).unwrap_or(0)),
     };
     let available = if resource == "memory" || resource == "ephemeral-storage" {
         binary_si(u64::try_from(observation.available).unwrap_or(0))
@@ -292,6 +293,13 @@ pub trait PodKiller: Send + Sync {
     async fn evict(&self, pod: &Pod, message: &str) -> anyhow::Result<()>;
 }
 
+/// Frees node-level resources before pods are evicted to reclaim `resource` (the agent's
+/// garbage collection, [`super::gc::Reclaimer`]).
+#[async_trait]
+pub trait NodeReclaimer: Send + Sync {
+    async fn reclaim(&self, resource: &str) -> anyhow::Result<()>;
+}
+
 /// The eviction manager's state between passes.
 pub struct EvictionManager {
     thresholds: Thresholds,
@@ -331,27 +339,52 @@ impl EvictionManager {
         pressure
     }
 
-    /// One pass: observe, update the conditions, and, if a threshold is met, evict the
-    /// first pod in rank that is not critical. Returns the evicted pod's name.
+    /// One pass: observe, update the conditions, and, if a threshold is met, first
+    /// reclaim node-level resources (disk: dead containers, unused images) and observe
+    /// again, then evict the first pod in rank that is not critical. Returns the evicted
+    /// pod's name.
     pub async fn synchronize(
         &mut self,
-        observations: &Observations,
+        observe: &(dyn Fn() -> Observations + Send + Sync),
         stats: &dyn PodStats,
         killer: &dyn PodKiller,
+        reclaimer: Option<&dyn NodeReclaimer>,
     ) -> anyhow::Result<Option<String>> {
         let thresholds = self.thresholds.clone();
-        let mut met = thresholds_met(&thresholds, observations);
+        let mut observations = observe();
+        let mut met = thresholds_met(&thresholds, &observations);
         self.update_pressure(&met, Instant::now());
         // Memory first, as the kubelet's `byEvictionPriority`.
         met.sort_by_key(|t| t.signal.resource() != "memory");
-        let Some(threshold) = met.first() else {
-            return Ok(None);
-        };
-        let Some(observation) = observations.get(&threshold.signal) else {
+        let Some(mut threshold) = met.first().copied() else {
             return Ok(None);
         };
         let resource = threshold.signal.resource();
         tracing::warn!(signal = %threshold.signal, resource, "eviction threshold met, reclaiming");
+        if let Some(reclaimer) = reclaimer
+            && matches!(resource, "ephemeral-storage" | "inodes")
+        {
+            if let Err(e) = reclaimer.reclaim(resource).await {
+                tracing::warn!(error = %format!("{e:#}"), "eviction manager: reclaiming node-level resources");
+            }
+            observations = observe();
+            let still: Vec<&Threshold> = thresholds_met(&thresholds, &observations)
+                .into_iter()
+                .filter(|t| t.signal.resource() == resource)
+                .collect();
+            match still.first() {
+                Some(t) => threshold = t,
+                None => {
+                    tracing::info!(
+                        "eviction manager: able to reduce resource pressure without evicting pods"
+                    );
+                    return Ok(None);
+                }
+            }
+        }
+        let Some(observation) = observations.get(&threshold.signal) else {
+            return Ok(None);
+        };
         let mut pods = stats.active_pods().await?;
         rank(&mut pods, resource);
         for pod in &pods {
@@ -374,6 +407,7 @@ impl EvictionManager {
         image_fs: Option<PathBuf>,
         stats: Arc<dyn PodStats>,
         killer: Arc<dyn PodKiller>,
+        reclaimer: Option<Arc<dyn NodeReclaimer>>,
         cancel: impl Future<Output = ()>,
     ) {
         tokio::pin!(cancel);
@@ -382,8 +416,11 @@ impl EvictionManager {
             tokio::select! {
                 _ = &mut cancel => return,
                 _ = tick.tick() => {
-                    let observations = observe(&root_dir, image_fs.as_deref());
-                    if let Err(e) = self.synchronize(&observations, stats.as_ref(), killer.as_ref()).await {
+                    let observer = || observe(&root_dir, image_fs.as_deref());
+                    let result = self
+                        .synchronize(&observer, stats.as_ref(), killer.as_ref(), reclaimer.as_deref())
+                        .await;
+                    if let Err(e) = result {
                         tracing::warn!(error = %format!("{e:#}"), "eviction manager: failed to synchronize");
                     }
                 }
@@ -571,9 +608,10 @@ mod tests {
                 capacity: 1 << 30,
             },
         );
+        let now = observations.clone();
         assert_eq!(
             manager
-                .synchronize(&observations, &stats, &killer)
+                .synchronize(&move || now.clone(), &stats, &killer, None)
                 .await
                 .unwrap(),
             None
@@ -586,8 +624,9 @@ mod tests {
                 capacity: 1 << 30,
             },
         );
+        let now = observations.clone();
         let evicted = manager
-            .synchronize(&observations, &stats, &killer)
+            .synchronize(&move || now.clone(), &stats, &killer, None)
             .await
             .unwrap();
         assert_eq!(evicted.as_deref(), Some("victim"));
@@ -601,6 +640,60 @@ mod tests {
             "{}",
             killed[0].1
         );
+    }
+
+    /// Frees disk when asked, as GC would.
+    struct Reclaim(Mutex<Vec<String>>, Arc<Mutex<i64>>);
+    #[async_trait]
+    impl NodeReclaimer for Reclaim {
+        async fn reclaim(&self, resource: &str) -> anyhow::Result<()> {
+            self.0.lock().unwrap().push(resource.to_string());
+            *self.1.lock().unwrap() += 30;
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn disk_pressure_reclaims_node_resources_before_evicting() {
+        let stats = Stats(vec![usage(pod("victim", 0, &[]), 1)]);
+        let killer = Killer::default();
+        let available = Arc::new(Mutex::new(5i64));
+        let reclaim = Reclaim(Mutex::default(), available.clone());
+        let mut manager =
+            EvictionManager::new(Thresholds::default_hard(), PressureHandle::default());
+        let observer = {
+            let available = available.clone();
+            move || {
+                let mut o = Observations::new();
+                let free = *available.lock().unwrap();
+                o.insert(
+                    Signal::NodeFsAvailable,
+                    Observation {
+                        available: free,
+                        capacity: 100,
+                    },
+                );
+                o
+            }
+        };
+        // 5% free < 10%: GC frees 30 more and nothing is evicted.
+        let evicted = manager
+            .synchronize(&observer, &stats, &killer, Some(&reclaim))
+            .await
+            .unwrap();
+        assert_eq!(evicted, None);
+        assert_eq!(*reclaim.0.lock().unwrap(), ["ephemeral-storage"]);
+        assert!(killer.0.lock().unwrap().is_empty());
+        // Without reclaim the pod goes, with the storage message.
+        *available.lock().unwrap() = 5;
+        let evicted = manager
+            .synchronize(&observer, &stats, &killer, None)
+            .await
+            .unwrap();
+        assert_eq!(evicted.as_deref(), Some("victim"));
+        assert!(killer.0.lock().unwrap()[0].1.starts_with(
+            "The node was low on resource: ephemeral-storage. Threshold quantity: 10, available: 5. "
+        ));
     }
 
     #[test]

@@ -335,11 +335,9 @@ impl ImageGc {
         }
     }
 
-    /// One pass: notes the images in use, and when the image file system is above the
-    /// high threshold removes images down to the low one. Returns the bytes freed.
-    pub async fn garbage_collect(&mut self, cri: &mut Cri) -> anyhow::Result<u64> {
+    /// Notes the images in use now and returns every image as GC sees it.
+    async fn detect(&mut self, cri: &mut Cri, now: Instant) -> anyhow::Result<Vec<ImageRecord>> {
         use anyhow::Context as _;
-        let now = Instant::now();
         let images = cri
             .images
             .list_images(ListImagesRequest { filter: None })
@@ -377,25 +375,18 @@ impl ImageGc {
                 keep: in_use || image.pinned || sandbox,
             });
         }
-        let fs = cri
-            .images
-            .image_fs_info(ImageFsInfoRequest {})
-            .await
-            .context("reading the image file system's usage")?
-            .into_inner();
-        let Some(mountpoint) = fs
-            .image_filesystems
-            .first()
-            .and_then(|f| f.fs_id.as_ref())
-            .map(|id| id.mountpoint.clone())
-        else {
-            return Ok(0);
-        };
-        let stats = kyb_node_sys::machine::fs_stats(std::path::Path::new(&mountpoint))?;
-        let wanted = bytes_to_free(stats.capacity, stats.available, &self.policy);
-        if wanted == 0 {
-            return Ok(0);
-        }
+        Ok(records)
+    }
+
+    /// Removes images to free `wanted` bytes; returns the bytes freed and the bytes that
+    /// were eligible.
+    async fn free(
+        &mut self,
+        cri: &mut Cri,
+        wanted: u64,
+        now: Instant,
+    ) -> anyhow::Result<(u64, u64)> {
+        let records = self.detect(cri, now).await?;
         let (remove, eligible) = images_to_remove(&records, wanted, now, self.policy.min_age);
         let mut freed = 0;
         for id in remove {
@@ -419,12 +410,70 @@ impl ImageGc {
                 }
             }
         }
+        Ok((freed, eligible))
+    }
+
+    /// One pass: notes the images in use, and when the image file system is above the
+    /// high threshold removes images down to the low one. Returns the bytes freed.
+    pub async fn garbage_collect(&mut self, cri: &mut Cri) -> anyhow::Result<u64> {
+        use anyhow::Context as _;
+        let now = Instant::now();
+        let fs = cri
+            .images
+            .image_fs_info(ImageFsInfoRequest {})
+            .await
+            .context("reading the image file system's usage")?
+            .into_inner();
+        let Some(mountpoint) = fs
+            .image_filesystems
+            .first()
+            .and_then(|f| f.fs_id.as_ref())
+            .map(|id| id.mountpoint.clone())
+        else {
+            self.detect(cri, now).await?;
+            return Ok(0);
+        };
+        let stats = kyb_node_sys::machine::fs_stats(std::path::Path::new(&mountpoint))?;
+        let wanted = bytes_to_free(stats.capacity, stats.available, &self.policy);
+        if wanted == 0 {
+            self.detect(cri, now).await?;
+            return Ok(0);
+        }
+        let (freed, eligible) = self.free(cri, wanted, now).await?;
         if eligible < wanted {
             anyhow::bail!(
                 "Failed to garbage collect required amount of images. Attempted to free {wanted} bytes, but only found {eligible} bytes eligible to free."
             );
         }
         Ok(freed)
+    }
+
+    /// Removes every unused image old enough (the kubelet's `DeleteUnusedImages`, run
+    /// under disk pressure before evicting pods). Returns the bytes freed.
+    pub async fn delete_unused(&mut self, cri: &mut Cri) -> anyhow::Result<u64> {
+        Ok(self.free(cri, u64::MAX, Instant::now()).await?.0)
+    }
+}
+
+/// Node-level reclaim under disk pressure: dead containers, then unused images, before
+/// the eviction manager evicts pods.
+pub struct Reclaimer {
+    pub cri: Cri,
+    pub containers: ContainerGcPolicy,
+    pub images: tokio::sync::Mutex<ImageGc>,
+    pub pods: std::sync::Arc<dyn PodState>,
+}
+
+#[async_trait::async_trait]
+impl super::eviction::NodeReclaimer for Reclaimer {
+    async fn reclaim(&self, resource: &str) -> anyhow::Result<()> {
+        if !matches!(resource, "ephemeral-storage" | "inodes") {
+            return Ok(());
+        }
+        let mut cri = self.cri.clone();
+        collect_containers(&mut cri, &self.containers, self.pods.as_ref()).await?;
+        self.images.lock().await.delete_unused(&mut cri).await?;
+        Ok(())
     }
 }
 
