@@ -25,6 +25,7 @@ mod images;
 mod kubectl;
 mod kubelet;
 mod net_controllers;
+mod node_agent;
 mod nodes;
 mod patch;
 mod policies;
