@@ -4,6 +4,7 @@
 
 use crate::config::Config;
 use crate::cri::Cri;
+use crate::node::{NodeAgent, NodeOptions};
 use crate::pods::{Shared, manager};
 use crate::probes::ProbeManager;
 use crate::sources::{ApiSources, Sources};
@@ -13,6 +14,9 @@ use k8s_cri::v1 as cri;
 use kyb_runtime::informer::SharedInformers;
 use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
+
+/// The version the node reports (`kubeletVersion`), the API's.
+pub const KUBELET_VERSION: &str = "v1.33.0";
 
 /// Events the probes record.
 struct ProbeRecorder {
@@ -72,7 +76,23 @@ pub async fn run(
     );
     let host_ip = config
         .node_ip
+        .or_else(crate::node::agent::default_route_address)
         .map_or_else(|| "127.0.0.1".to_string(), |ip| ip.to_string());
+    let mut options = NodeOptions::new(&config.node_name, config.root_dir.clone(), KUBELET_VERSION);
+    options.node_ip = config.node_ip;
+    let node = NodeAgent::new(
+        client.clone(),
+        options,
+        Arc::new(crate::cri::CriRuntimeInfo { cri: cri.clone() }),
+    );
+    let node_task = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if let Err(error) = node.run(|| true, cancel.cancelled_owned()).await {
+                tracing::error!(error = %format!("{error:#}"), "the node's registration and status");
+            }
+        })
+    };
     let shared = Arc::new(Shared {
         cri,
         client: client.clone(),
@@ -91,5 +111,6 @@ pub async fn run(
     let _watching = informers.start();
     ready();
     manager::run(shared, pods, cancel).await;
+    let _ = node_task.await;
     Ok(())
 }
