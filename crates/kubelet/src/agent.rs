@@ -94,6 +94,7 @@ pub async fn run(
         })
     };
     let shared = Arc::new(Shared {
+        images: crate::images::ImagePuller::new(cri.clone()),
         cri,
         client: client.clone(),
         node_name: config.node_name.clone(),

@@ -256,7 +256,7 @@ fn remove_cgroup_tree(dir: &Path) {
 }
 
 /// Unmounts every mount point under `dir`, deepest first.
-fn unmount_under(dir: &Path) {
+pub fn unmount_under(dir: &Path) {
     let Ok(mountinfo) = std::fs::read_to_string("/proc/self/mountinfo") else {
         return;
     };

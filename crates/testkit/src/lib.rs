@@ -8,7 +8,7 @@ mod netns;
 mod process;
 mod registry;
 
-pub use containerd::{ContainerdFiles, TestContainerd, image_archive, images_dir};
+pub use containerd::{ContainerdFiles, TestContainerd, image_archive, images_dir, unmount_under};
 pub use etcd::EtcdServer;
 pub use netns::{NetNs, random_suffix};
 pub use process::Process;

@@ -9,14 +9,12 @@
 //! - [`status`]: the pod status computed from the runtime.
 //! - [`status_manager`]: writing statuses to the API, deleting finished pods.
 //! - [`backoff`]: CrashLoopBackOff delays.
-//! - [`images`]: making sure an image is present.
 //! - [`exec`]: commands in containers for probes and hooks (CRI `ExecSync`).
 //! - [`manager`]: the pods of this node from the API, a worker each; the runtime's events
 //!   (a relist every second, kubelet's PLEG) and probe results wake them.
 
 pub mod backoff;
 pub mod exec;
-pub mod images;
 pub mod kill;
 pub mod manager;
 pub mod runtime;
@@ -52,6 +50,8 @@ pub struct Shared {
     pub sources: Arc<dyn Sources>,
     pub recorder: Recorder,
     pub backoff: Mutex<backoff::Backoff>,
+    /// Pulls images as `imagePullPolicy` says, with back-off.
+    pub images: crate::images::ImagePuller,
     pub status: status_manager::StatusManager,
 }
 

@@ -133,23 +133,37 @@ pub async fn start_container(
     restart_count: u32,
 ) -> Result<String, Waiting> {
     let field = Some(super::field_path(pod, &container.name));
-    let image = match super::images::ensure(&shared.cri, container).await {
+    let mut pull_secrets = vec![];
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    for reference in pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.image_pull_secrets.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        // A missing pull secret is skipped, as kubelet does (the pull may not need it).
+        if let Ok(secret) = shared.sources.secret(namespace, &reference.name).await {
+            pull_secrets.push((*secret).clone());
+        }
+    }
+    let record = |events: Vec<crate::images::ImageEvent>| {
+        for event in events {
+            let warning = event.event_type == crate::images::EventType::Warning;
+            shared.event(pod, field.clone(), warning, event.reason, event.message);
+        }
+    };
+    let image = match shared.images.ensure(pod, container, &pull_secrets).await {
         Ok(ensured) => {
-            for (reason, warning, message) in ensured.events {
-                shared.event(pod, field.clone(), warning, reason, message);
-            }
+            record(ensured.events);
             ensured.image_ref
         }
-        Err(waiting) => {
-            shared.event(pod, field.clone(), true, "Failed", &waiting.message);
-            shared.event(
-                pod,
-                field.clone(),
-                true,
-                "Failed",
-                format!("Error: {}", waiting.reason),
-            );
-            return Err(waiting);
+        Err(error) => {
+            record(error.events);
+            return Err(Waiting {
+                reason: error.reason.to_string(),
+                message: error.message,
+            });
         }
     };
     let config_error = |message: String| {
