@@ -37,3 +37,4 @@ bench: deps
 	target/release/kyb-bench apf
 	target/release/kyb-bench lists
 	target/release/kyb-bench scheduler
+	target/release/kyb-bench pods
