@@ -4,6 +4,7 @@
 
 use crate::config::Config;
 use crate::cri::Cri;
+use crate::node::static_pods::{self, ManifestSource};
 use crate::node::{NodeAgent, NodeOptions};
 use crate::pods::{Shared, manager};
 use crate::probes::ProbeManager;
@@ -11,8 +12,10 @@ use crate::sources::{ApiSources, Sources};
 use crate::volumes::VolumeManager;
 use anyhow::Context as _;
 use k8s_cri::v1 as cri;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kyb_runtime::informer::SharedInformers;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// The version the node reports (`kubeletVersion`), the API's.
@@ -107,11 +110,72 @@ pub async fn run(
         sources,
         recorder,
         backoff: Mutex::new(Default::default()),
-        status: crate::pods::status_manager::StatusManager::new(client),
+        status: crate::pods::status_manager::StatusManager::new(client.clone()),
+        pods: pods.clone(),
+    });
+    // Static pods: read once now (so the first sweep of orphans knows them), then every
+    // 20 s; their mirror pods kept in the API.
+    let statics = config.pod_manifest_path.clone().map(|dir| {
+        let mut source = ManifestSource::new(dir, &config.node_name);
+        let (tx, rx) = tokio::sync::watch::channel(source.read());
+        tokio::spawn(source.run(tx, cancel.clone().cancelled_owned()));
+        tokio::spawn(mirror_pods(
+            client.clone(),
+            config.node_name.clone(),
+            shared.pods.clone(),
+            rx.clone(),
+            cancel.clone(),
+        ));
+        rx
     });
     let _watching = informers.start();
     ready();
-    manager::run(shared, pods, cancel).await;
+    manager::run(shared, pods, statics, cancel).await;
     let _ = node_task.await;
     Ok(())
+}
+
+/// Keeps a mirror pod in the API for each static pod (re-created when deleted or stale),
+/// and deletes mirror pods whose static pod is gone: on every change of the static pods
+/// and every 10 s.
+async fn mirror_pods(
+    client: kube::Client,
+    node_name: String,
+    pods: Arc<kyb_runtime::informer::Informer<Pod>>,
+    mut statics: tokio::sync::watch::Receiver<Vec<Pod>>,
+    cancel: CancellationToken,
+) {
+    let nodes: kube::Api<Node> = kube::Api::all(client.clone());
+    loop {
+        let now = statics.borrow_and_update().clone();
+        if let Ok(node) = nodes.get(&node_name).await {
+            for static_pod in &now {
+                let namespace = static_pod
+                    .metadata
+                    .namespace
+                    .as_deref()
+                    .unwrap_or("default");
+                let name = static_pod.metadata.name.as_deref().unwrap_or_default();
+                let current = pods
+                    .get(namespace, name)
+                    .filter(|p| static_pods::is_mirror(p));
+                if let Err(error) =
+                    static_pods::sync_mirror_pod(&client, static_pod, current.as_deref(), &node)
+                        .await
+                {
+                    tracing::warn!(pod = %name, error = %format!("{error:#}"), "mirror pod");
+                }
+            }
+        }
+        if let Err(error) =
+            static_pods::delete_orphaned_mirror_pods(&client, &node_name, &now).await
+        {
+            tracing::warn!(error = %format!("{error:#}"), "deleting orphaned mirror pods");
+        }
+        tokio::select! {
+            changed = statics.changed() => if changed.is_err() { return },
+            () = tokio::time::sleep(Duration::from_secs(10)) => {}
+            () = cancel.cancelled() => return,
+        }
+    }
 }

@@ -16,6 +16,8 @@ pub struct Config {
     /// `--node-ip`: the node's address (else the first address of the machine's default
     /// route's interface, else loopback).
     pub node_ip: Option<IpAddr>,
+    /// `--pod-manifest-path`: a directory of static pod manifests.
+    pub pod_manifest_path: Option<PathBuf>,
 }
 
 impl Config {

@@ -392,4 +392,9 @@ pub struct NodeArgs {
     /// The node's address (its InternalIP).
     #[arg(long, value_name = "IP")]
     pub node_ip: Option<IpAddr>,
+
+    /// A directory of static pod manifests (YAML or JSON, one pod per file), run by the
+    /// agent without the API server and mirrored into it.
+    #[arg(long, value_name = "DIR")]
+    pub pod_manifest_path: Option<PathBuf>,
 }

@@ -37,6 +37,7 @@ fn config(args: &NodeArgs, data_dir: &std::path::Path) -> kyb_kubelet::Config {
         root_dir: data_dir.join("agent"),
         container_runtime_endpoint: args.container_runtime_endpoint.clone(),
         node_ip: args.node_ip,
+        pod_manifest_path: args.pod_manifest_path.clone(),
     }
 }
 

@@ -328,8 +328,9 @@ pub async fn mirror_pods(client: &kube::Client, node_name: &str) -> anyhow::Resu
 }
 
 /// Makes `static_pod`'s mirror pod current, given the pod of its name the agent sees
-/// (`current`, from its pod informer): deletes one that is stale (another hash), and
-/// creates it when missing or stale. One being deleted is left to go first.
+/// (`current`, from its pod informer): deletes one that is stale (another hash) or being
+/// deleted (a user's graceful delete: the kubelet ends it at once, as nothing runs under
+/// a mirror pod), and creates it when missing, stale or deleted.
 pub async fn sync_mirror_pod(
     client: &kube::Client,
     static_pod: &Pod,
@@ -340,13 +341,10 @@ pub async fn sync_mirror_pod(
     let name = static_pod.metadata.name.clone().unwrap_or_default();
     let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
     if let Some(mirror) = current {
-        if mirror.metadata.deletion_timestamp.is_some() {
+        if mirror.metadata.deletion_timestamp.is_none() && is_mirror_of(mirror, static_pod) {
             return Ok(());
         }
-        if is_mirror_of(mirror, static_pod) {
-            return Ok(());
-        }
-        tracing::info!(pod = %format!("{namespace}/{name}"), "deleting a stale mirror pod");
+        tracing::info!(pod = %format!("{namespace}/{name}"), "deleting an outdated mirror pod");
         delete_mirror(&api, mirror).await?;
     }
     match api

@@ -7,6 +7,7 @@
 use super::Shared;
 use super::worker::{Slot, Worker};
 use crate::container::{POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL};
+use crate::node::static_pods::is_mirror;
 use k8s_cri::v1 as cri;
 use k8s_openapi::api::core::v1::Pod;
 use kyb_runtime::informer::{Change, Informer, Parsed, Selection, SharedInformers};
@@ -23,6 +24,8 @@ const ORPHAN_SWEEP: Duration = Duration::from_secs(60);
 
 enum Message {
     Pod(Arc<Pod>),
+    /// The static pods (from the manifest directory) now.
+    Static(Vec<Pod>),
     Deleted(Arc<Pod>),
     /// Something about the pod with this UID changed in the runtime or its probes.
     Wake(String),
@@ -34,8 +37,14 @@ pub fn informer(informers: &SharedInformers, node_name: &str) -> Arc<Informer<Po
     informers.get_with(Selection::all().fields(format!("spec.nodeName={node_name}")))
 }
 
-/// Runs the workers of the pods `pods` holds until `cancel`.
-pub async fn run(shared: Arc<Shared>, pods: Arc<Informer<Pod, Parsed>>, cancel: CancellationToken) {
+/// Runs the workers of the pods `pods` holds, and of the static pods `statics` gives,
+/// until `cancel`. Mirror pods (the API's copies of static pods) get no worker of their own.
+pub async fn run(
+    shared: Arc<Shared>,
+    pods: Arc<Informer<Pod, Parsed>>,
+    statics: Option<tokio::sync::watch::Receiver<Vec<Pod>>>,
+    cancel: CancellationToken,
+) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     {
         let tx = tx.clone();
@@ -50,6 +59,21 @@ pub async fn run(shared: Arc<Shared>, pods: Arc<Informer<Pod, Parsed>>, cancel: 
     }
     for pod in pods.list() {
         let _ = tx.send(Message::Pod(pod));
+    }
+    let static_view = statics.clone();
+    if let Some(mut statics) = statics {
+        let tx = tx.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            loop {
+                let now = statics.borrow_and_update().clone();
+                let _ = tx.send(Message::Static(now));
+                tokio::select! {
+                    changed = statics.changed() => if changed.is_err() { return },
+                    () = cancel.cancelled() => return,
+                }
+            }
+        });
     }
     tokio::spawn(relist(shared.clone(), tx.clone(), cancel.clone()));
     {
@@ -76,7 +100,11 @@ pub async fn run(shared: Arc<Shared>, pods: Arc<Informer<Pod, Parsed>>, cancel: 
         tokio::spawn(async move {
             pods.wait_synced().await;
             loop {
-                sweep_orphans(&shared, &pods, &tx).await;
+                let now: Vec<Arc<Pod>> = static_view
+                    .as_ref()
+                    .map(|r| r.borrow().iter().cloned().map(Arc::new).collect())
+                    .unwrap_or_default();
+                sweep_orphans(&shared, &pods, &now, &tx).await;
                 tokio::select! {
                     () = tokio::time::sleep(ORPHAN_SWEEP) => {}
                     () = cancel.cancelled() => return,
@@ -86,12 +114,47 @@ pub async fn run(shared: Arc<Shared>, pods: Arc<Informer<Pod, Parsed>>, cancel: 
     }
 
     let mut workers: HashMap<String, Arc<Slot>> = HashMap::new();
+    let mut static_uids: HashSet<String> = HashSet::new();
     loop {
         let message = tokio::select! {
             message = rx.recv() => match message { Some(m) => m, None => return },
             () = cancel.cancelled() => return,
         };
         match message {
+            Message::Pod(pod) if is_mirror(&pod) => {
+                // Its static pod's worker writes the mirror's status.
+                let key = (pod.metadata.namespace.clone(), pod.metadata.name.clone());
+                for slot in workers.values() {
+                    if slot.key() == key {
+                        slot.wake.notify_one();
+                    }
+                }
+            }
+            Message::Deleted(pod) if is_mirror(&pod) => {}
+            Message::Static(now) => {
+                let uids: HashSet<String> =
+                    now.iter().filter_map(|p| p.metadata.uid.clone()).collect();
+                for gone in static_uids.difference(&uids) {
+                    if let Some(slot) = workers.get(gone) {
+                        slot.remove();
+                    }
+                }
+                for pod in now {
+                    let Some(uid) = pod.metadata.uid.clone() else {
+                        continue;
+                    };
+                    let pod = Arc::new(pod);
+                    match workers.get(&uid) {
+                        Some(slot) => slot.update(pod),
+                        None => {
+                            let slot = Slot::new(pod);
+                            workers.insert(uid.clone(), slot.clone());
+                            spawn_worker(&shared, slot, uid, &tx, &cancel);
+                        }
+                    }
+                }
+                static_uids = uids;
+            }
             Message::Pod(pod) => {
                 let Some(uid) = pod.metadata.uid.clone() else {
                     continue;
@@ -212,6 +275,7 @@ async fn relist(
 async fn sweep_orphans(
     shared: &Shared,
     pods: &Informer<Pod, Parsed>,
+    statics: &[Arc<Pod>],
     tx: &mpsc::UnboundedSender<Message>,
 ) {
     let sandboxes = match shared
@@ -227,6 +291,7 @@ async fn sweep_orphans(
     let live: HashSet<String> = pods
         .list()
         .iter()
+        .chain(statics.iter())
         .filter_map(|p| p.metadata.uid.clone())
         .collect();
     let mut seen = HashSet::new();

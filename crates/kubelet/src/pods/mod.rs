@@ -53,6 +53,8 @@ pub struct Shared {
     /// Pulls images as `imagePullPolicy` says, with back-off.
     pub images: crate::images::ImagePuller,
     pub status: status_manager::StatusManager,
+    /// This node's pods as the API has them (mirror pods included).
+    pub pods: Arc<kyb_runtime::informer::Informer<Pod>>,
 }
 
 impl Shared {

@@ -53,6 +53,12 @@ impl Slot {
         self.wake.notify_one();
     }
 
+    /// The pod's (namespace, name).
+    pub fn key(&self) -> (Option<String>, Option<String>) {
+        let pod = self.pod.lock().unwrap_or_else(|e| e.into_inner());
+        (pod.metadata.namespace.clone(), pod.metadata.name.clone())
+    }
+
     fn get(&self) -> (Arc<Pod>, bool) {
         (
             self.pod.lock().unwrap_or_else(|e| e.into_inner()).clone(),
@@ -198,7 +204,23 @@ impl Worker {
     }
 
     async fn write_status(&self, pod: &Pod, status: &PodStatus) -> bool {
-        match self.shared.status.set(pod, status).await {
+        // A static pod's status goes to its mirror pod, the API's copy of it.
+        let mirror;
+        let target = if crate::node::static_pods::is_static(pod) {
+            let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+            let name = pod.metadata.name.as_deref().unwrap_or_default();
+            match self.shared.pods.get(namespace, name) {
+                Some(found) if crate::node::static_pods::is_mirror(&found) => {
+                    mirror = found;
+                    &*mirror
+                }
+                // No mirror pod yet: nothing to write to.
+                _ => return true,
+            }
+        } else {
+            pod
+        };
+        match self.shared.status.set(target, status).await {
             Ok(()) => true,
             Err(error) => {
                 tracing::warn!(%error, "pod status");

@@ -348,3 +348,55 @@ spec:
         "{tasks}"
     );
 }
+
+#[test]
+fn a_static_pod_runs_from_its_manifest_with_a_mirror_pod_as_root() {
+    let manifests = kyb_testkit::temp_dir("manifests").unwrap();
+    let manifest = manifests.path().join("web.yaml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: static-web\nspec:\n  containers:\n  - name: web\n    image: {BUSYBOX}\n    command: [\"httpd\", \"-f\", \"-p\", \"80\", \"-h\", \"/etc\"]\n"
+        ),
+    )
+    .unwrap();
+    let cluster =
+        NodeCluster::start_with(&["--pod-manifest-path", manifests.path().to_str().unwrap()]);
+    let name = format!("static-web-{}", cluster.node_name);
+    let mirror = cluster.wait_for_pod(&name, "its mirror pod Running and Ready", |pod| {
+        condition(pod, "Ready") == Some("True")
+    });
+    let annotations = &mirror["metadata"]["annotations"];
+    assert_eq!(annotations["kubernetes.io/config.source"], "file");
+    assert!(annotations["kubernetes.io/config.mirror"].is_string());
+    assert_eq!(mirror["metadata"]["ownerReferences"][0]["kind"], "Node");
+    let ip = mirror["status"]["podIP"].as_str().unwrap().to_string();
+    assert_eq!(
+        cluster
+            .http_get(&ip, 80, "/hostname")
+            .map(|h| h.trim().to_string()),
+        Some(name.clone())
+    );
+    // Deleting the mirror pod does not stop the static pod: the mirror comes back.
+    let uid = mirror["metadata"]["uid"].clone();
+    cluster.kubectl_ok(&["delete", "pod", &name, "--wait=false"]);
+    cluster.wait_for_pod(&name, "a new mirror pod", |pod| {
+        pod["metadata"]["uid"] != uid && condition(pod, "Ready") == Some("True")
+    });
+    assert!(cluster.http_get(&ip, 80, "/hostname").is_some());
+    // Removing the manifest stops the pod and deletes its mirror.
+    std::fs::remove_file(&manifest).unwrap();
+    cluster.wait_for(
+        "the mirror pod deleted",
+        std::time::Duration::from_secs(90),
+        |cluster| cluster.pod(&name).is_none().then_some(()),
+    );
+    cluster.wait_for(
+        "the static pod stopped",
+        std::time::Duration::from_secs(60),
+        |cluster| {
+            let tasks = cluster.containerd.ctr(&["tasks", "ls"]).ok()?;
+            (!tasks.lines().any(|l| l.contains("RUNNING"))).then_some(())
+        },
+    );
+}
