@@ -420,6 +420,22 @@ pub fn container_security_context(
     Ok(context)
 }
 
+/// A sysctl name with `.` separators: `net/ipv4/conf/eth0.100/rp_filter` (first
+/// separator a `/`) has its `.` and `/` swapped, as Kubernetes' `NormalizeName` does.
+pub fn normalize_sysctl(name: &str) -> String {
+    match name.find(['.', '/']) {
+        Some(i) if name.as_bytes()[i] == b'/' => name
+            .chars()
+            .map(|c| match c {
+                '.' => '/',
+                '/' => '.',
+                c => c,
+            })
+            .collect(),
+        _ => name.to_string(),
+    }
+}
+
 /// Whether the pod's sysctls may be set on this node: safe ones always, others when
 /// listed in `allowed_unsafe` (`--allowed-unsafe-sysctls`, a trailing `*` matching a
 /// prefix); never a network sysctl in the host's network namespace nor an IPC one in its
@@ -433,12 +449,7 @@ pub fn check_sysctls(pod: &Pod, allowed_unsafe: &[String]) -> Result<(), String>
         .and_then(|s| s.sysctls.as_deref())
         .unwrap_or_default();
     for sysctl in sysctls {
-        // Sysctls may be written with '/' as the separator.
-        let name = if sysctl.name.contains('/') && !sysctl.name.contains('.') {
-            sysctl.name.replace('/', ".")
-        } else {
-            sysctl.name.clone()
-        };
+        let name = normalize_sysctl(&sysctl.name);
         let allowed = SAFE_SYSCTLS.contains(&name.as_str())
             || allowed_unsafe
                 .iter()
@@ -447,26 +458,21 @@ pub fn check_sysctls(pod: &Pod, allowed_unsafe: &[String]) -> Result<(), String>
                     None => *pattern == name,
                 });
         if !allowed {
-            return Err(format!(
-                "forbidden sysctl: \"{}\" not allowlisted",
-                sysctl.name
-            ));
+            return Err(format!("forbidden sysctl: \"{name}\" not allowlisted"));
         }
-        if host_net && (name.starts_with("net.")) {
-            return Err(format!(
-                "forbidden sysctl: \"{}\" not allowed with host net enabled",
-                sysctl.name
-            ));
-        }
-        if host_ipc
-            && (name.starts_with("kernel.shm")
-                || name.starts_with("kernel.msg")
-                || name.starts_with("kernel.sem")
-                || name.starts_with("fs.mqueue."))
+        let namespace = if name.starts_with("net.") {
+            "net"
+        } else if ["kernel.shm", "kernel.msg", "kernel.sem", "fs.mqueue."]
+            .iter()
+            .any(|p| name.starts_with(p))
         {
+            "ipc"
+        } else {
+            ""
+        };
+        if (namespace == "net" && host_net) || (namespace == "ipc" && host_ipc) {
             return Err(format!(
-                "forbidden sysctl: \"{}\" not allowed with host ipc enabled",
-                sysctl.name
+                "forbidden sysctl: \"{name}\" not allowed with host {namespace} enabled"
             ));
         }
     }
@@ -657,6 +663,22 @@ mod tests {
             "forbidden sysctl: \"net.core.somaxconn\" not allowlisted"
         );
         assert!(check_sysctls(&p, &["net.core.*".into()]).is_ok());
+        assert!(check_sysctls(&p, &["net.core.somaxconn".into()]).is_ok());
+        assert_eq!(
+            normalize_sysctl("net/ipv4/conf/eth0.100/rp_filter"),
+            "net.ipv4.conf.eth0/100.rp_filter"
+        );
+        assert_eq!(
+            normalize_sysctl("kernel.shm_rmid_forced"),
+            "kernel.shm_rmid_forced"
+        );
+        let p = pod(json!({"hostIPC": true, "securityContext": {"sysctls": [
+            {"name": "kernel/shm_rmid_forced", "value": "1"}]},
+            "containers": [{"name": "c"}]}));
+        assert_eq!(
+            check_sysctls(&p, &[]).unwrap_err(),
+            "forbidden sysctl: \"kernel.shm_rmid_forced\" not allowed with host ipc enabled"
+        );
         let p = pod(json!({"hostNetwork": true, "securityContext": {"sysctls": [
             {"name": "net.ipv4.tcp_syncookies", "value": "1"}]},
             "containers": [{"name": "c"}]}));
