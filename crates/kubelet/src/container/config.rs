@@ -145,18 +145,10 @@ pub async fn container_config(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::super::tests::{MapSources, context_for};
+    use super::super::tests::{MapSources, context_for, pod};
     use super::*;
     use k8s_openapi::api::core::v1::Pod;
     use serde_json::json;
-
-    fn pod(spec: serde_json::Value) -> Pod {
-        serde_json::from_value(json!({
-            "metadata": {"name": "web", "namespace": "prod", "uid": "u1"},
-            "spec": spec,
-        }))
-        .unwrap()
-    }
 
     fn image() -> ImageInfo {
         ImageInfo::new("sha256:abc", "busybox:1.36", Some(0), "")

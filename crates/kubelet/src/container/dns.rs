@@ -240,18 +240,9 @@ fn fit_limits(config: &mut DnsConfig, warnings: &mut Vec<Warning>) {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use super::super::tests::pod;
     use super::*;
     use serde_json::json;
-
-    fn pod(spec: serde_json::Value) -> Pod {
-        let mut spec = spec;
-        spec["containers"] = json!([{"name": "c"}]);
-        serde_json::from_value(json!({
-            "metadata": {"name": "web", "namespace": "prod", "uid": "u1"},
-            "spec": spec,
-        }))
-        .unwrap()
-    }
 
     fn host() -> ResolvConf {
         parse_resolv_conf(

@@ -83,8 +83,10 @@ pub async fn environment(
         let prefix = from.prefix.as_deref().unwrap_or_default();
         if let Some(cm) = &from.config_map_ref {
             let optional = cm.optional.unwrap_or(false);
-            let Some(map) =
-                config_map(sources, &mut config_maps, namespace, &cm.name, optional).await?
+            let Some(map) = cached(&mut config_maps, &cm.name, optional, || {
+                sources.config_map(namespace, &cm.name)
+            })
+            .await?
             else {
                 continue;
             };
@@ -93,7 +95,10 @@ pub async fn environment(
             }
         } else if let Some(s) = &from.secret_ref {
             let optional = s.optional.unwrap_or(false);
-            let Some(secret) = secret(sources, &mut secrets, namespace, &s.name, optional).await?
+            let Some(secret) = cached(&mut secrets, &s.name, optional, || {
+                sources.secret(namespace, &s.name)
+            })
+            .await?
             else {
                 continue;
             };
@@ -119,8 +124,10 @@ pub async fn environment(
                 } else if let Some(key_ref) = &from.config_map_key_ref {
                     let optional = key_ref.optional.unwrap_or(false);
                     let name = &key_ref.name;
-                    let Some(map) =
-                        config_map(sources, &mut config_maps, namespace, name, optional).await?
+                    let Some(map) = cached(&mut config_maps, name, optional, || {
+                        sources.config_map(namespace, name)
+                    })
+                    .await?
                     else {
                         continue;
                     };
@@ -137,8 +144,10 @@ pub async fn environment(
                 } else if let Some(key_ref) = &from.secret_key_ref {
                     let optional = key_ref.optional.unwrap_or(false);
                     let name = &key_ref.name;
-                    let Some(secret) =
-                        secret(sources, &mut secrets, namespace, name, optional).await?
+                    let Some(secret) = cached(&mut secrets, name, optional, || {
+                        sources.secret(namespace, name)
+                    })
+                    .await?
                     else {
                         continue;
                     };
@@ -169,42 +178,24 @@ pub async fn environment(
     Ok(env.into_vec())
 }
 
-/// The ConfigMap `name`, read once per container; None when it is missing and optional.
-async fn config_map(
-    sources: &dyn Sources,
-    cache: &mut HashMap<String, Arc<ConfigMap>>,
-    namespace: &str,
+/// The object `name` from `cache`, else from `fetch` (then cached): objects are read
+/// once per container. None when it is missing and `optional`.
+async fn cached<T, F>(
+    cache: &mut HashMap<String, Arc<T>>,
     name: &str,
     optional: bool,
-) -> Result<Option<Arc<ConfigMap>>, String> {
-    if let Some(map) = cache.get(name) {
-        return Ok(Some(map.clone()));
+    fetch: impl FnOnce() -> F,
+) -> Result<Option<Arc<T>>, String>
+where
+    F: std::future::Future<Output = Result<Arc<T>, SourceError>>,
+{
+    if let Some(object) = cache.get(name) {
+        return Ok(Some(object.clone()));
     }
-    match sources.config_map(namespace, name).await {
-        Ok(map) => {
-            cache.insert(name.to_string(), map.clone());
-            Ok(Some(map))
-        }
-        Err(SourceError::NotFound(_)) if optional => Ok(None),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-/// The Secret `name`, read once per container; None when it is missing and optional.
-async fn secret(
-    sources: &dyn Sources,
-    cache: &mut HashMap<String, Arc<Secret>>,
-    namespace: &str,
-    name: &str,
-    optional: bool,
-) -> Result<Option<Arc<Secret>>, String> {
-    if let Some(secret) = cache.get(name) {
-        return Ok(Some(secret.clone()));
-    }
-    match sources.secret(namespace, name).await {
-        Ok(secret) => {
-            cache.insert(name.to_string(), secret.clone());
-            Ok(Some(secret))
+    match fetch().await {
+        Ok(object) => {
+            cache.insert(name.to_string(), object.clone());
+            Ok(Some(object))
         }
         Err(SourceError::NotFound(_)) if optional => Ok(None),
         Err(e) => Err(e.to_string()),
@@ -455,19 +446,11 @@ pub fn resource_value(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use super::super::tests::labelled_pod as pod;
     use super::super::tests::{MapSources, context_for};
     use super::*;
-    use serde_json::json;
 
-    fn pod(spec: serde_json::Value) -> Pod {
-        serde_json::from_value(json!({
-            "metadata": {"name": "web", "namespace": "prod", "uid": "u1",
-                "labels": {"app": "web", "tier": "front"},
-                "annotations": {"note": "a \"quoted\"\nline"}},
-            "spec": spec,
-        }))
-        .unwrap()
-    }
+    use serde_json::json;
 
     fn sources() -> MapSources {
         let mut s = MapSources::default();

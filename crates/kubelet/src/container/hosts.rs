@@ -146,18 +146,16 @@ fn host_alias_entries(aliases: &[HostAlias]) -> String {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use super::super::tests::pod_from;
     use super::*;
-    use serde_json::json;
 
     fn pod(spec: serde_json::Value) -> Pod {
-        let mut spec = spec;
-        spec["containers"] = json!([{"name": "c"}]);
-        serde_json::from_value(json!({
-            "metadata": {"name": "web-0", "namespace": "prod", "uid": "u1"},
-            "spec": spec,
-        }))
-        .unwrap()
+        pod_from(
+            json!({"name": "web-0", "namespace": "prod", "uid": "u1"}),
+            spec,
+        )
     }
+    use serde_json::json;
 
     #[test]
     fn a_managed_hosts_file() {

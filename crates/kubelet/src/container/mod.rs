@@ -179,6 +179,35 @@ pub(crate) mod tests {
     use std::collections::HashMap;
     use std::sync::Arc;
 
+    /// A pod from its metadata and spec as JSON; one container `c` unless the spec has
+    /// containers.
+    pub fn pod_from(metadata: serde_json::Value, spec: serde_json::Value) -> Pod {
+        let mut spec = spec;
+        if spec.get("containers").is_none() {
+            spec["containers"] = serde_json::json!([{"name": "c"}]);
+        }
+        from_json(serde_json::json!({"metadata": metadata, "spec": spec}))
+    }
+
+    /// The pod `prod/web` (uid `u1`) with `spec`.
+    pub fn pod(spec: serde_json::Value) -> Pod {
+        pod_from(
+            serde_json::json!({"name": "web", "namespace": "prod", "uid": "u1"}),
+            spec,
+        )
+    }
+
+    /// The pod `prod/web` (uid `u1`) with labels `app=web`, `tier=front` and an
+    /// annotation `note` that needs quoting.
+    pub fn labelled_pod(spec: serde_json::Value) -> Pod {
+        pod_from(
+            serde_json::json!({"name": "web", "namespace": "prod", "uid": "u1",
+                "labels": {"app": "web", "tier": "front"},
+                "annotations": {"note": "a \"quoted\"\nline"}}),
+            spec,
+        )
+    }
+
     /// ConfigMaps, Secrets and Services in maps keyed by `namespace/name`.
     #[derive(Default)]
     pub struct MapSources {

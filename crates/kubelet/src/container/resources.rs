@@ -283,15 +283,15 @@ pub fn cgroup_parent(pod: &Pod, driver: Driver) -> String {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use super::super::tests::pod_from;
     use super::*;
     use serde_json::json;
 
     fn pod(containers: serde_json::Value) -> Pod {
-        serde_json::from_value(json!({
-            "metadata": {"name": "p", "namespace": "ns", "uid": "12-34"},
-            "spec": {"containers": containers},
-        }))
-        .unwrap()
+        pod_from(
+            json!({"name": "p", "namespace": "ns", "uid": "12-34"}),
+            json!({"containers": containers}),
+        )
     }
 
     const GI: i64 = 1 << 30;

@@ -139,17 +139,10 @@ pub fn port_mappings(pod: &Pod) -> Vec<PortMapping> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::super::tests::context_for;
+    use super::super::tests::labelled_pod as pod;
     use super::*;
-    use serde_json::json;
 
-    fn pod(spec: serde_json::Value) -> Pod {
-        serde_json::from_value(json!({
-            "metadata": {"name": "web", "namespace": "prod", "uid": "u1",
-                "labels": {"app": "web"}, "annotations": {"a": "b"}},
-            "spec": spec,
-        }))
-        .unwrap()
-    }
+    use serde_json::json;
 
     #[test]
     fn a_sandbox_config() {
@@ -180,7 +173,7 @@ mod tests {
         assert_eq!(dns.searches[0], "prod.svc.cluster.local");
         assert_eq!(config.labels["app"], "web");
         assert_eq!(config.labels["io.kubernetes.pod.uid"], "u1");
-        assert_eq!(config.annotations["a"], "b");
+        assert_eq!(config.annotations["note"], "a \"quoted\"\nline");
         assert_eq!(config.port_mappings.len(), 2);
         assert_eq!(config.port_mappings[0].host_port, 8080);
         assert_eq!(config.port_mappings[1].protocol, Protocol::Udp as i32);

@@ -360,7 +360,9 @@ pub struct SeccompSettings<'a> {
 }
 
 /// The container's security context as the runtime applies it
-/// (`determineEffectiveSecurityContext`), after [`verify_run_as_non_root`].
+/// (`determineEffectiveSecurityContext`), after [`verify_run_as_non_root`]. Capability
+/// names go as the pod spells them (`NET_ADMIN`, `ALL`): the runtime adds the `CAP_`
+/// prefix. Without a user of its own the container runs as the image's.
 pub fn container_security_context(
     pod: &Pod,
     container: &Container,
@@ -482,16 +484,9 @@ pub fn check_sysctls(pod: &Pod, allowed_unsafe: &[String]) -> Result<(), String>
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use super::super::tests::pod;
     use super::*;
     use serde_json::json;
-
-    fn pod(spec: serde_json::Value) -> Pod {
-        serde_json::from_value(json!({
-            "metadata": {"name": "web", "namespace": "prod", "uid": "u1"},
-            "spec": spec,
-        }))
-        .unwrap()
-    }
 
     fn root_image() -> ImageInfo {
         ImageInfo::new("sha256:1", "busybox", Some(0), "")
