@@ -77,6 +77,23 @@ pub fn pod_qos_json(pod: &Value) -> &str {
     }
 }
 
+/// The QoS class of a typed pod (`GetPodQOS`): `status.qosClass` when it is one of the
+/// three classes, else computed from its spec.
+pub fn pod_qos(pod: &k8s_openapi::api::core::v1::Pod) -> &'static str {
+    let status = pod.status.as_ref().and_then(|s| s.qos_class.as_deref());
+    if let Some(class @ ("BestEffort" | "Burstable" | "Guaranteed")) = status {
+        return match class {
+            "BestEffort" => "BestEffort",
+            "Burstable" => "Burstable",
+            _ => "Guaranteed",
+        };
+    }
+    match &pod.spec {
+        Some(spec) => compute_pod_qos_json(&serde_json::to_value(spec).unwrap_or_default()),
+        None => "BestEffort",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,5 +119,22 @@ mod tests {
                 "resources": {"requests": {"cpu": "0"}}}]})),
             "BestEffort"
         );
+    }
+
+    #[test]
+    fn a_typed_pod_is_classed_as_its_json() {
+        let pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({"spec": {
+            "containers": [{"name": "c", "resources": {
+                "requests": {"cpu": "1", "memory": "1Gi"},
+                "limits": {"cpu": "1", "memory": "1Gi"}}}]}}))
+        .unwrap_or_default();
+        assert_eq!(pod_qos(&pod), "Guaranteed");
+        let mut pod = pod;
+        pod.status = Some(k8s_openapi::api::core::v1::PodStatus {
+            qos_class: Some("Burstable".into()),
+            ..Default::default()
+        });
+        assert_eq!(pod_qos(&pod), "Burstable");
+        assert_eq!(pod_qos(&Default::default()), "BestEffort");
     }
 }

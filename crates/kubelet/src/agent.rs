@@ -88,6 +88,7 @@ pub async fn run(
         options,
         Arc::new(crate::cri::CriRuntimeInfo { cri: cri.clone() }),
     );
+    let resources = node.resources();
     let node_task = {
         let cancel = cancel.clone();
         tokio::spawn(async move {
@@ -112,6 +113,12 @@ pub async fn run(
         backoff: Mutex::new(Default::default()),
         status: crate::pods::status_manager::StatusManager::new(client.clone()),
         pods: pods.clone(),
+        resources,
+        cgroup_driver: kyb_node_sys::cgroup::driver(),
+        cluster_dns: vec![],
+        cluster_domain: "cluster.local".into(),
+        resolv_conf: "/etc/resolv.conf".into(),
+        seccomp_root: config.root_dir.join("seccomp"),
     });
     // Static pods: read once now (so the first sweep of orphans knows them), then every
     // 20 s; their mirror pods kept in the API.

@@ -6,7 +6,7 @@
 
 use super::Shared;
 use super::worker::{Slot, Worker};
-use crate::container::{POD_NAME_LABEL, POD_NAMESPACE_LABEL, POD_UID_LABEL};
+use crate::container::labels::{POD_NAME, POD_NAMESPACE, POD_UID};
 use crate::node::static_pods::is_mirror;
 use k8s_cri::v1 as cri;
 use k8s_openapi::api::core::v1::Pod;
@@ -246,11 +246,11 @@ async fn relist(
         };
         let mut now: HashMap<String, (String, i32)> = HashMap::new();
         for c in containers {
-            let uid = c.labels.get(POD_UID_LABEL).cloned().unwrap_or_default();
+            let uid = c.labels.get(POD_UID).cloned().unwrap_or_default();
             now.insert(c.id, (uid, c.state));
         }
         for s in sandboxes {
-            let uid = s.labels.get(POD_UID_LABEL).cloned().unwrap_or_default();
+            let uid = s.labels.get(POD_UID).cloned().unwrap_or_default();
             now.insert(s.id, (uid, 100 + s.state));
         }
         let mut changed = HashSet::new();
@@ -296,7 +296,7 @@ async fn sweep_orphans(
         .collect();
     let mut seen = HashSet::new();
     for sandbox in sandboxes {
-        let Some(uid) = sandbox.labels.get(POD_UID_LABEL) else {
+        let Some(uid) = sandbox.labels.get(POD_UID) else {
             continue;
         };
         if live.contains(uid) || !seen.insert(uid.clone()) {
@@ -305,8 +305,8 @@ async fn sweep_orphans(
         tracing::info!(%uid, "removing the sandbox of a pod the API no longer has");
         let mut pod = Pod::default();
         pod.metadata.uid = Some(uid.clone());
-        pod.metadata.name = sandbox.labels.get(POD_NAME_LABEL).cloned();
-        pod.metadata.namespace = sandbox.labels.get(POD_NAMESPACE_LABEL).cloned();
+        pod.metadata.name = sandbox.labels.get(POD_NAME).cloned();
+        pod.metadata.namespace = sandbox.labels.get(POD_NAMESPACE).cloned();
         let _ = tx.send(Message::Deleted(Arc::new(pod)));
     }
 }

@@ -55,9 +55,82 @@ pub struct Shared {
     pub status: status_manager::StatusManager,
     /// This node's pods as the API has them (mirror pods included).
     pub pods: Arc<kyb_runtime::informer::Informer<Pod>>,
+    /// The node's capacity and allocatable resources (for `resourceFieldRef` defaults).
+    pub resources: crate::node::NodeResources,
+    /// How the machine's cgroups are managed (pods' cgroup parents follow it).
+    pub cgroup_driver: kyb_node_sys::cgroup::Driver,
+    /// The cluster DNS servers pods with `dnsPolicy: ClusterFirst` use (none: the node's).
+    pub cluster_dns: Vec<std::net::IpAddr>,
+    /// The cluster's DNS domain (`cluster.local`).
+    pub cluster_domain: String,
+    /// The node's resolver configuration (`/etc/resolv.conf`).
+    pub resolv_conf: PathBuf,
+    /// Where `Localhost` seccomp profiles are (`<root>/seccomp`).
+    pub seccomp_root: PathBuf,
+}
+
+/// The owned parts of a pod's [`PodContext`](crate::container::PodContext).
+pub struct ContextParts {
+    cgroup_parent: String,
+    log_dir: PathBuf,
+    allocatable: (i64, i64),
+    memory_capacity: i64,
+}
+
+fn quantity(
+    list: &std::collections::BTreeMap<String, kyb_apimachinery::quantity::Quantity>,
+    name: &str,
+    milli: bool,
+) -> i64 {
+    list.get(name).map_or(0, |q| {
+        if milli {
+            q.milli_value_i64()
+        } else {
+            q.value()
+        }
+    })
 }
 
 impl Shared {
+    /// What a pod's context holds that is computed per pod.
+    pub fn context_parts(&self, pod: &Pod) -> ContextParts {
+        let allocatable = self.resources.allocatable();
+        let capacity = self.resources.capacity();
+        ContextParts {
+            cgroup_parent: crate::container::cgroup_parent(pod, self.cgroup_driver),
+            log_dir: self.logs_dir.join(log_dir_name(pod)),
+            allocatable: (
+                quantity(&allocatable, "cpu", true),
+                quantity(&allocatable, "memory", false),
+            ),
+            memory_capacity: quantity(&capacity, "memory", false),
+        }
+    }
+
+    /// The context a pod's CRI configurations are built in.
+    pub fn context<'a>(
+        &'a self,
+        pod: &'a Pod,
+        pod_ips: &'a [String],
+        parts: &'a ContextParts,
+    ) -> crate::container::PodContext<'a> {
+        crate::container::PodContext {
+            pod,
+            node_name: &self.node_name,
+            host_ips: &self.host_ips,
+            pod_ips,
+            cgroup_parent: &parts.cgroup_parent,
+            pod_log_dir: &parts.log_dir,
+            cluster_dns: &self.cluster_dns,
+            cluster_domain: &self.cluster_domain,
+            resolv_conf: &self.resolv_conf,
+            node_allocatable: parts.allocatable,
+            node_memory_capacity: parts.memory_capacity,
+            seccomp_profile_root: &self.seccomp_root,
+            seccomp_default: false,
+        }
+    }
+
     /// Records an event about `pod`, or one of its containers (`field_path`
     /// `spec.containers{name}`).
     pub fn event(

@@ -2,18 +2,11 @@
 //! labels the agent puts on them, so that a restarted agent recovers every pod from the
 //! runtime alone.
 
-use crate::container::{CONTAINER_NAME_LABEL, POD_UID_LABEL};
+use crate::container::labels::{CONTAINER_HASH, CONTAINER_NAME, CONTAINER_RESTART_COUNT, POD_UID};
 use crate::cri::Cri;
 use anyhow::Context as _;
 use k8s_cri::v1 as cri;
 use std::collections::HashMap;
-
-/// The annotation holding a container's restart count (its instance number).
-pub const RESTART_COUNT_ANNOTATION: &str = "io.kubernetes.container.restartCount";
-/// The annotation holding the hash of the container's spec the instance was created from.
-pub const HASH_ANNOTATION: &str = "io.kubernetes.container.hash";
-/// The annotation holding the pod's termination grace period at creation.
-pub const GRACE_ANNOTATION: &str = "io.kubernetes.pod.terminationGracePeriod";
 
 /// One of a pod's sandboxes.
 #[derive(Clone, Debug)]
@@ -109,7 +102,7 @@ impl StatusCache {
 
 /// Reads the sandboxes and containers of the pod with `uid` from the runtime.
 pub async fn observe(cri: &Cri, uid: &str, cache: &mut StatusCache) -> anyhow::Result<PodRuntime> {
-    let selector: HashMap<String, String> = [(POD_UID_LABEL.to_string(), uid.to_string())].into();
+    let selector: HashMap<String, String> = [(POD_UID.to_string(), uid.to_string())].into();
     let mut runtime = cri.runtime.clone();
     let sandboxes = runtime
         .list_pod_sandbox(cri::ListPodSandboxRequest {
@@ -211,7 +204,7 @@ fn instance(container: &cri::Container, status: cri::ContainerStatus) -> Instanc
         id: container.id.clone(),
         name: container
             .labels
-            .get(CONTAINER_NAME_LABEL)
+            .get(CONTAINER_NAME)
             .cloned()
             .or_else(|| container.metadata.as_ref().map(|m| m.name.clone()))
             .unwrap_or_default(),
@@ -235,13 +228,10 @@ fn instance(container: &cri::Container, status: cri::ContainerStatus) -> Instanc
             .unwrap_or_default(),
         image_id: status.image_ref,
         restart_count: annotations
-            .get(RESTART_COUNT_ANNOTATION)
+            .get(CONTAINER_RESTART_COUNT)
             .and_then(|c| c.parse().ok())
             .unwrap_or(0),
-        hash: annotations
-            .get(HASH_ANNOTATION)
-            .cloned()
-            .unwrap_or_default(),
+        hash: annotations.get(CONTAINER_HASH).cloned().unwrap_or_default(),
         log_path: status.log_path,
     }
 }

@@ -4,9 +4,8 @@
 
 use super::Shared;
 use super::exec::CriExec;
-use super::runtime::{GRACE_ANNOTATION, HASH_ANNOTATION, RESTART_COUNT_ANNOTATION};
 use super::status::Waiting;
-use crate::container::{ContainerKind, ImageInfo, PodContext};
+use crate::container::{ContainerFiles, ContainerKind, ImageInfo};
 use crate::probes::Target;
 use crate::volumes::MountedVolumes;
 use k8s_cri::v1 as cri;
@@ -20,13 +19,10 @@ pub struct SandboxHandle {
     pub ips: Vec<String>,
 }
 
-/// The hash of a container's spec, annotated on each instance so that a changed spec
-/// restarts the container.
-pub fn container_hash(container: &Container) -> String {
-    use sha2::Digest as _;
-    let json = serde_json::to_vec(container).unwrap_or_default();
-    let digest = sha2::Sha256::digest(&json);
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+/// The hash of a container's spec as its instances are annotated with it: a running
+/// container whose hash differs is restarted.
+pub fn spec_hash(container: &Container) -> String {
+    format!("{:x}", crate::container::container_hash(container))
 }
 
 /// The sandbox configuration of `pod` for its `attempt`-th sandbox.
@@ -36,17 +32,19 @@ pub fn sandbox_config(
     attempt: u32,
     pod_ips: &[String],
 ) -> Result<cri::PodSandboxConfig, Waiting> {
-    let log_dir = shared.logs_dir.join(super::log_dir_name(pod));
-    let ctx = PodContext {
-        pod,
-        node_name: &shared.node_name,
-        pod_ips,
-        pod_log_dir: &log_dir,
-    };
-    crate::container::sandbox_config(&ctx, attempt).map_err(|e| Waiting {
-        reason: e.reason.to_string(),
-        message: e.message,
-    })
+    let parts = shared.context_parts(pod);
+    let ctx = shared.context(pod, pod_ips, &parts);
+    crate::container::sandbox_config(&ctx, attempt)
+        .map(|(config, warnings)| {
+            for warning in warnings {
+                shared.event(pod, None, true, warning.reason, warning.message);
+            }
+            config
+        })
+        .map_err(|e| Waiting {
+            reason: e.reason.to_string(),
+            message: e.message,
+        })
 }
 
 /// The RuntimeClass handler of the pod (`""` for the runtime's default).
@@ -160,6 +158,13 @@ pub async fn start_container(
         }
         Err(error) => {
             record(error.events);
+            shared.event(
+                pod,
+                field.clone(),
+                true,
+                "Failed",
+                format!("Error: {}", error.reason),
+            );
             return Err(Waiting {
                 reason: error.reason.to_string(),
                 message: error.message,
@@ -184,12 +189,8 @@ pub async fn start_container(
         .as_ref()
         .and_then(|s| s.privileged)
         .unwrap_or(false);
-    let mut mounts = crate::volumes::container_mounts(pod, container, volumes, privileged)
+    let mounts = crate::volumes::container_mounts(pod, container, volumes, privileged)
         .map_err(config_error)?;
-    let message_path = container
-        .termination_message_path
-        .clone()
-        .unwrap_or_else(|| "/dev/termination-log".into());
     let message_file = termination_message_file(shared, pod, &container.name, restart_count);
     if let Some(dir) = message_file.parent() {
         tokio::fs::create_dir_all(dir)
@@ -199,30 +200,73 @@ pub async fn start_container(
     tokio::fs::write(&message_file, b"")
         .await
         .map_err(|e| config_error(format!("creating {}: {e}", message_file.display())))?;
-    mounts.push(cri::Mount {
-        container_path: message_path.clone(),
-        host_path: message_file.display().to_string(),
-        ..Default::default()
-    });
+    // The file is written by whatever user the container runs as.
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let _ = std::fs::set_permissions(&message_file, std::fs::Permissions::from_mode(0o666));
+    }
+    let pod_dir = shared
+        .pods_dir
+        .join(pod.metadata.uid.as_deref().unwrap_or_default());
+    let etc_hosts = pod_dir.join("etc-hosts");
+    let node_hosts = if pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.host_network)
+        .unwrap_or(false)
+    {
+        tokio::fs::read_to_string("/etc/hosts")
+            .await
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
+    let hosts =
+        crate::container::hosts_file(pod, &sandbox.ips, &shared.cluster_domain, &node_hosts)
+            .map_err(|e| config_error(e.message))?;
+    tokio::fs::write(&etc_hosts, hosts)
+        .await
+        .map_err(|e| config_error(format!("writing {}: {e}", etc_hosts.display())))?;
     let log_dir = shared.logs_dir.join(super::log_dir_name(pod));
     let _ = tokio::fs::create_dir_all(log_dir.join(&container.name)).await;
-    let ctx = PodContext {
-        pod,
-        node_name: &shared.node_name,
-        pod_ips: &sandbox.ips,
-        pod_log_dir: &log_dir,
+    let user_image = container.image.clone().unwrap_or_default();
+    let info = match shared
+        .cri
+        .images
+        .clone()
+        .image_status(cri::ImageStatusRequest {
+            image: Some(cri::ImageSpec {
+                image: image.clone(),
+                ..Default::default()
+            }),
+            verbose: false,
+        })
+        .await
+        .ok()
+        .and_then(|r| r.into_inner().image)
+    {
+        Some(found) => ImageInfo::from_status(&user_image, &found),
+        None => ImageInfo::new(image, user_image, None, ""),
     };
-    let info = ImageInfo {
-        image_ref: image,
-        ..Default::default()
+    let files = ContainerFiles {
+        termination_message: Some(&message_file),
+        etc_hosts: (!pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.host_network)
+            .unwrap_or(false))
+        .then_some(etc_hosts.as_path()),
     };
-    let mut config = crate::container::container_config(
+    let parts = shared.context_parts(pod);
+    let ctx = shared.context(pod, &sandbox.ips, &parts);
+    let config = crate::container::container_config(
         &ctx,
         container,
         kind,
         restart_count,
         mounts,
         &info,
+        files,
         shared.sources.as_ref(),
     )
     .await
@@ -232,18 +276,6 @@ pub async fn start_container(
         .as_ref()
         .and_then(|s| s.termination_grace_period_seconds)
         .unwrap_or(30);
-    config.annotations.extend([
-        (
-            RESTART_COUNT_ANNOTATION.to_string(),
-            restart_count.to_string(),
-        ),
-        (HASH_ANNOTATION.to_string(), container_hash(container)),
-        (GRACE_ANNOTATION.to_string(), grace.to_string()),
-        (
-            "io.kubernetes.container.terminationMessagePath".to_string(),
-            message_path,
-        ),
-    ]);
     let mut runtime = shared.cri.runtime.clone();
     let id = match runtime
         .create_container(cri::CreateContainerRequest {

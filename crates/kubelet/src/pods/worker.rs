@@ -7,7 +7,7 @@
 use super::Shared;
 use super::kill::{grace_period, kill_container, kill_pod, remove_pod};
 use super::runtime::{Instance, PodRuntime, State, StatusCache, observe};
-use super::start::{SandboxHandle, container_hash, run_sandbox, sandbox_config, start_container};
+use super::start::{SandboxHandle, run_sandbox, sandbox_config, spec_hash, start_container};
 use super::status::{Inputs, Waiting, generate};
 use crate::container::ContainerKind;
 use k8s_openapi::api::core::v1::{Container, Pod, PodStatus};
@@ -377,7 +377,7 @@ impl Worker {
                 let current = latest.filter(|i| i.sandbox_id == sandbox.id);
                 match current {
                     Some(i) if i.state == State::Running => {
-                        if !i.hash.is_empty() && i.hash != container_hash(container) {
+                        if !i.hash.is_empty() && i.hash != spec_hash(container) {
                             kill_container(
                                 &self.shared,
                                 pod,

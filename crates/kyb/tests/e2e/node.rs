@@ -226,9 +226,21 @@ impl NodeCluster {
 
     /// Waits until pod `name` passes `test`, returning it.
     pub fn wait_for_pod(&self, name: &str, what: &str, test: impl Fn(&Value) -> bool) -> Value {
-        self.wait_for(&format!("pod {name}: {what}"), POD_WAIT, |cluster| {
-            cluster.pod(name).filter(|pod| test(pod))
-        })
+        let deadline = Instant::now() + POD_WAIT;
+        loop {
+            let pod = self.pod(name);
+            if let Some(pod) = pod.as_ref().filter(|pod| test(pod)) {
+                return pod.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for pod {name}: {what}; it is {}; its events: {:?}; the server said:\n{}",
+                pod.map_or_else(|| "missing".to_string(), |p| p["status"].to_string()),
+                self.events(name),
+                tail(&self.server_output(), 3000)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     /// An HTTP/1.0 GET of `http://ip:port/path` from inside the namespace (curl).

@@ -250,24 +250,38 @@ spec:
     image: kyb.local/does-not-exist:1.0
 "#,
     );
-    let pod = cluster.wait_for_pod("missing", "ErrImagePull", |pod| {
-        container_status(pod, "c").is_some_and(|c| state(c, "waiting")["reason"] == "ErrImagePull")
+    // The pull fails (ErrImagePull), then waits (ImagePullBackOff); the first state may
+    // pass between two polls, the events keep both.
+    let pod = cluster.wait_for_pod("missing", "ImagePullBackOff", |pod| {
+        container_status(pod, "c")
+            .is_some_and(|c| state(c, "waiting")["reason"] == "ImagePullBackOff")
     });
+    assert_eq!(pod["status"]["phase"], "Pending");
     let message = state(container_status(&pod, "c").unwrap(), "waiting")["message"]
         .as_str()
         .unwrap()
         .to_string();
-    assert!(
-        message.contains("kyb.local/does-not-exist:1.0"),
-        "{message}"
+    assert_eq!(
+        message,
+        "Back-off pulling image \"kyb.local/does-not-exist:1.0\""
     );
-    cluster.wait_for_pod("missing", "ImagePullBackOff", |pod| {
-        container_status(pod, "c")
-            .is_some_and(|c| state(c, "waiting")["reason"] == "ImagePullBackOff")
-    });
     let events = cluster.events("missing");
+    for expected in [
+        "Pulling: Pulling image \"kyb.local/does-not-exist:1.0\"",
+        "Failed: Error: ErrImagePull",
+        "BackOff: Back-off pulling image \"kyb.local/does-not-exist:1.0\"",
+        "Failed: Error: ImagePullBackOff",
+    ] {
+        assert!(
+            events.iter().any(|e| e == expected),
+            "{expected:?} not in {events:?}"
+        );
+    }
     assert!(
-        events.iter().any(|e| e.starts_with("Failed: ")),
+        events
+            .iter()
+            .any(|e| e
+                .starts_with("Failed: Failed to pull image \"kyb.local/does-not-exist:1.0\": ")),
         "{events:?}"
     );
 }
