@@ -25,8 +25,10 @@
 //! - [`privileges`]: who the process runs as (`is_root`).
 //! - [`cgroup`]: the machine's cgroup version (v1 or v2) and the driver managing cgroups
 //!   (systemd or cgroupfs).
+//! - [`mount`]: tmpfs mounts, unmounting, and the mount table (`/proc/self/mountinfo`).
 
 pub mod cgroup;
+pub mod mount;
 pub mod privileges;
 
 #[cfg(test)]
