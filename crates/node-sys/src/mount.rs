@@ -121,6 +121,8 @@ fn unescape(field: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     #[test]
@@ -153,7 +155,7 @@ mod tests {
         // Nothing may panic between mounting and unmounting (no mount left behind).
         let mounted =
             is_mount_point(&target).unwrap_or(false) && is_tmpfs(&target).unwrap_or(false);
-        let size = rustix::fs::statfs(&target).map(|s| s.f_blocks as u64 * s.f_bsize as u64);
+        let size = rustix::fs::statfs(&target).map(|s| s.f_blocks * s.f_bsize as u64);
         unmount(&target).unwrap();
         let size = size.unwrap();
         assert!(mounted);
