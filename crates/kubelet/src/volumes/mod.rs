@@ -217,7 +217,7 @@ impl VolumeManager {
                 Err(e) => return Err(e.to_string()),
             };
             let path = dir(CONFIG_MAP);
-            self.write(&path, &payload, false, &owned)?;
+            self.write(pod, &path, &payload, false, &owned)?;
             return Ok(written(path));
         }
         if let Some(source) = &volume.secret {
@@ -232,7 +232,7 @@ impl VolumeManager {
                 Err(e) => return Err(e.to_string()),
             };
             let path = dir(SECRET);
-            self.write(&path, &payload, self.memory_backed(), &owned)?;
+            self.write(pod, &path, &payload, self.memory_backed(), &owned)?;
             return Ok(written(path));
         }
         if let Some(source) = &volume.downward_api {
@@ -244,7 +244,7 @@ impl VolumeManager {
                 mode,
             )?;
             let path = dir(DOWNWARD_API);
-            self.write(&path, &payload, false, &owned)?;
+            self.write(pod, &path, &payload, false, &owned)?;
             return Ok(written(path));
         }
         if let Some(source) = &volume.projected {
@@ -252,7 +252,7 @@ impl VolumeManager {
                 .projected_payload(pod, namespace, source, fs_group.is_some())
                 .await?;
             let path = dir(PROJECTED);
-            self.write(&path, &payload, self.memory_backed(), &owned)?;
+            self.write(pod, &path, &payload, self.memory_backed(), &owned)?;
             return Ok(written(path));
         }
         Err("no volume plugin matched".to_string())
@@ -264,9 +264,10 @@ impl VolumeManager {
     }
 
     /// Writes a payload into the volume directory `path` (created, and a tmpfs mounted on
-    /// it when `memory`), then applies `fsGroup` ownership to what was written.
+    /// it when `memory`, sized as a memory-backed emptyDir without `sizeLimit`), then applies `fsGroup` ownership to what was written.
     fn write(
         &self,
+        pod: &Pod,
         path: &Path,
         payload: &Payload,
         memory: bool,
@@ -274,7 +275,8 @@ impl VolumeManager {
     ) -> Result<(), String> {
         std::fs::create_dir_all(path).map_err(|e| format!("mkdir {}: {e}", path.display()))?;
         if memory {
-            empty_dir::mount_memory(path, None)?;
+            let size = empty_dir::memory_size(pod, None, &self.allocatable());
+            empty_dir::mount_memory(path, size)?;
         }
         // The new files get their group before they become visible, the rest (the root,
         // the symlinks) right after.

@@ -16,7 +16,6 @@ pub fn container_mounts(
     volumes: &MountedVolumes,
     privileged: bool,
 ) -> Result<Vec<Mount>, String> {
-    let _ = pod;
     let mut mounts = vec![];
     for mount in container.volume_mounts.iter().flatten() {
         let Some(volume) = volumes.volumes.get(&mount.name) else {
@@ -26,7 +25,7 @@ pub fn container_mounts(
             ));
         };
         let sub_path = match mount.sub_path_expr.as_deref() {
-            Some(expr) if !expr.is_empty() => expand(expr, container),
+            Some(expr) if !expr.is_empty() => expand(expr, pod, container),
             _ => mount.sub_path.clone().unwrap_or_default(),
         };
         let host_path = if sub_path.is_empty() {
@@ -79,13 +78,22 @@ fn propagation(mode: Option<&str>, privileged: bool) -> Result<MountPropagation,
     }
 }
 
-/// `$(VAR)` in a `subPathExpr` replaced by the container's literal `env` values (kubelet's
-/// expansion; references to unknown variables are kept as written).
-fn expand(expr: &str, container: &Container) -> String {
+/// `$(VAR)` in a `subPathExpr` replaced by the container's `env` values, literal or from
+/// the pod's fields (`fieldRef`, the usual `$(POD_NAME)`), as kubelet expands it;
+/// references to other variables are kept as written.
+fn expand(expr: &str, pod: &Pod, container: &Container) -> String {
     let mut out = expr.to_string();
     for var in container.env.iter().flatten() {
-        if let Some(value) = &var.value {
-            out = out.replace(&format!("$({})", var.name), value);
+        let value = match (
+            &var.value,
+            var.value_from.as_ref().and_then(|v| v.field_ref.as_ref()),
+        ) {
+            (Some(value), _) => Some(value.clone()),
+            (None, Some(field)) => super::downward_api::field_value(pod, field).ok(),
+            (None, None) => None,
+        };
+        if let Some(value) = value {
+            out = out.replace(&format!("$({})", var.name), &value);
         }
     }
     out
@@ -250,11 +258,19 @@ mod tests {
         let vol = dir.path().join("vol");
         std::fs::create_dir(&vol).unwrap();
         std::fs::set_permissions(&vol, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let c = container(serde_json::json!([
+        let mut c = container(serde_json::json!([
             {"name": "data", "mountPath": "/a", "subPath": "x/y"},
             {"name": "data", "mountPath": "/b", "subPathExpr": "logs/$(POD)"},
+            {"name": "data", "mountPath": "/c", "subPathExpr": "by-name/$(NAME)"},
         ]));
-        let mounts = container_mounts(&Pod::default(), &c, &volumes(&vol, false), false).unwrap();
+        c.env.as_mut().unwrap().push(
+            serde_json::from_value(serde_json::json!({"name": "NAME",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}))
+            .unwrap(),
+        );
+        let pod: Pod =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "web-1"}})).unwrap();
+        let mounts = container_mounts(&pod, &c, &volumes(&vol, false), false).unwrap();
         let root = vol.canonicalize().unwrap();
         assert_eq!(Path::new(&mounts[0].host_path), root.join("x/y"));
         assert!(root.join("x/y").is_dir());
@@ -264,6 +280,7 @@ mod tests {
             .mode();
         assert_eq!(mode & 0o777, 0o777);
         assert_eq!(Path::new(&mounts[1].host_path), root.join("logs/web-0"));
+        assert_eq!(Path::new(&mounts[2].host_path), root.join("by-name/web-1"));
     }
 
     #[test]
