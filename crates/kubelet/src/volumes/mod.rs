@@ -44,7 +44,7 @@ mod tests;
 pub use downward_api::Allocatable;
 pub use mounts::container_mounts;
 
-use crate::sources::{SourceError, Sources};
+use crate::sources::Sources;
 use atomic_writer::Payload;
 use k8s_openapi::api::core::v1::{Pod, Volume};
 use std::collections::{BTreeMap, HashSet};
@@ -209,13 +209,9 @@ impl VolumeManager {
         if let Some(source) = &volume.config_map {
             let optional = source.optional.unwrap_or(false);
             let mode = source.default_mode.unwrap_or(projection::DEFAULT_MODE);
-            let payload = match self.sources.config_map(namespace, &source.name).await {
-                Ok(cm) => {
-                    projection::config_map_payload(source.items.as_deref(), &cm, mode, optional)?
-                }
-                Err(SourceError::NotFound(_)) if optional => Payload::new(),
-                Err(e) => return Err(e.to_string()),
-            };
+            let object = self.sources.config_map(namespace, &source.name).await;
+            let payload =
+                projection::config_map_files(object, source.items.as_deref(), mode, optional)?;
             let path = dir(CONFIG_MAP);
             self.write(pod, &path, &payload, false, &owned)?;
             return Ok(written(path));
@@ -224,13 +220,9 @@ impl VolumeManager {
             let optional = source.optional.unwrap_or(false);
             let mode = source.default_mode.unwrap_or(projection::DEFAULT_MODE);
             let name = source.secret_name.as_deref().unwrap_or_default();
-            let payload = match self.sources.secret(namespace, name).await {
-                Ok(secret) => {
-                    projection::secret_payload(source.items.as_deref(), &secret, mode, optional)?
-                }
-                Err(SourceError::NotFound(_)) if optional => Payload::new(),
-                Err(e) => return Err(e.to_string()),
-            };
+            let object = self.sources.secret(namespace, name).await;
+            let payload =
+                projection::secret_files(object, source.items.as_deref(), mode, optional)?;
             let path = dir(SECRET);
             self.write(pod, &path, &payload, self.memory_backed(), &owned)?;
             return Ok(written(path));
@@ -303,28 +295,12 @@ impl VolumeManager {
         for projected in source.sources.iter().flatten() {
             let part = if let Some(cm) = &projected.config_map {
                 let optional = cm.optional.unwrap_or(false);
-                match self.sources.config_map(namespace, &cm.name).await {
-                    Ok(object) => projection::config_map_payload(
-                        cm.items.as_deref(),
-                        &object,
-                        default_mode,
-                        optional,
-                    ),
-                    Err(SourceError::NotFound(_)) if optional => Ok(Payload::new()),
-                    Err(e) => Err(e.to_string()),
-                }
+                let object = self.sources.config_map(namespace, &cm.name).await;
+                projection::config_map_files(object, cm.items.as_deref(), default_mode, optional)
             } else if let Some(secret) = &projected.secret {
                 let optional = secret.optional.unwrap_or(false);
-                match self.sources.secret(namespace, &secret.name).await {
-                    Ok(object) => projection::secret_payload(
-                        secret.items.as_deref(),
-                        &object,
-                        default_mode,
-                        optional,
-                    ),
-                    Err(SourceError::NotFound(_)) if optional => Ok(Payload::new()),
-                    Err(e) => Err(e.to_string()),
-                }
+                let object = self.sources.secret(namespace, &secret.name).await;
+                projection::secret_files(object, secret.items.as_deref(), default_mode, optional)
             } else if let Some(downward) = &projected.downward_api {
                 projection::downward_api_payload(
                     downward.items.as_deref().unwrap_or_default(),

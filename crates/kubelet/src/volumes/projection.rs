@@ -4,11 +4,42 @@
 
 use super::atomic_writer::{FileProjection, Payload};
 use super::downward_api::{self, Allocatable};
+use crate::sources::SourceError;
 use k8s_openapi::api::core::v1::{ConfigMap, DownwardAPIVolumeFile, KeyToPath, Pod, Secret};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The default file mode of configMap, secret, downwardAPI and projected volumes.
 pub const DEFAULT_MODE: i32 = 0o644;
+
+/// The files of a ConfigMap as the API returned it: a missing one is an empty volume when
+/// `optional`, an error (`configmap "x" not found`) otherwise.
+pub fn config_map_files(
+    object: Result<Arc<ConfigMap>, SourceError>,
+    items: Option<&[KeyToPath]>,
+    default_mode: i32,
+    optional: bool,
+) -> Result<Payload, String> {
+    match object {
+        Ok(object) => config_map_payload(items, &object, default_mode, optional),
+        Err(SourceError::NotFound(_)) if optional => Ok(Payload::new()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The files of a Secret as the API returned it, as [`config_map_files`].
+pub fn secret_files(
+    object: Result<Arc<Secret>, SourceError>,
+    items: Option<&[KeyToPath]>,
+    default_mode: i32,
+    optional: bool,
+) -> Result<Payload, String> {
+    match object {
+        Ok(object) => secret_payload(items, &object, default_mode, optional),
+        Err(SourceError::NotFound(_)) if optional => Ok(Payload::new()),
+        Err(e) => Err(e.to_string()),
+    }
+}
 
 /// A ConfigMap's files: every key (`data` and `binaryData`), or just `items`.
 pub fn config_map_payload(

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use crate::sources::IssuedToken;
+use crate::sources::{IssuedToken, SourceError};
 use async_trait::async_trait;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{
