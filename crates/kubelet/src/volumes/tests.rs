@@ -22,6 +22,9 @@ struct MapSources {
     claims: Mutex<HashMap<String, PersistentVolumeClaim>>,
     volumes: Mutex<HashMap<String, PersistentVolume>>,
     tokens_issued: AtomicUsize,
+    /// When set, tokens expire this many seconds from now whatever was asked (a token
+    /// issued long ago).
+    tokens_expire_in: Mutex<Option<i64>>,
 }
 
 impl MapSources {
@@ -81,8 +84,13 @@ impl Sources for MapSources {
         expiration_seconds: i64,
     ) -> Result<IssuedToken, SourceError> {
         let n = self.tokens_issued.fetch_add(1, Ordering::SeqCst);
+        let expires_in = self
+            .tokens_expire_in
+            .lock()
+            .unwrap()
+            .unwrap_or(expiration_seconds);
         let expiration = jiff::Timestamp::now()
-            .checked_add(jiff::SignedDuration::from_secs(expiration_seconds))
+            .checked_add(jiff::SignedDuration::from_secs(expires_in))
             .unwrap();
         Ok(IssuedToken {
             token: format!(
@@ -381,6 +389,29 @@ async fn projected_volumes_combine_sources_and_cache_tokens() {
     f.manager.setup(&p).await.unwrap();
     assert_eq!(f.sources.tokens_issued.load(Ordering::SeqCst), 1);
     assert_eq!(timestamped_dirs(&dir), before);
+
+    // A token past 80% of its lifetime is renewed and swapped in place.
+    *f.sources.tokens_expire_in.lock().unwrap() = Some(600);
+    let renewing = pod(
+        "u5",
+        serde_json::json!([{"name": "proj", "projected": {"sources": [
+            {"serviceAccountToken": {"path": "token", "audience": "vault", "expirationSeconds": 7200}},
+        ]}}]),
+    );
+    f.manager.setup(&renewing).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("token")).unwrap(),
+        "token-1-web-sa-vault-7200"
+    );
+    // Issued with 600 s left of 7200: renewed on the next sync, and the next.
+    let before = timestamped_dirs(&dir);
+    f.manager.setup(&renewing).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("token")).unwrap(),
+        "token-2-web-sa-vault-7200"
+    );
+    assert_ne!(timestamped_dirs(&dir), before);
+    assert_eq!(timestamped_dirs(&dir).len(), 1);
 
     let broken = pod(
         "u5",
