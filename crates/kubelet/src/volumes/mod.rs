@@ -95,6 +95,7 @@ pub struct VolumeManager {
     sources: Arc<dyn Sources>,
     allocatable: RwLock<Allocatable>,
     tokens: token::TokenCache,
+    memory_backed: bool,
 }
 
 impl VolumeManager {
@@ -105,7 +106,17 @@ impl VolumeManager {
             sources,
             allocatable: RwLock::new(Allocatable::new()),
             tokens: token::TokenCache::default(),
+            memory_backed: kyb_node_sys::privileges::is_root(),
         }
+    }
+
+    /// Whether secret and projected volumes are kept on a tmpfs (kubelet's behaviour; the
+    /// default when running as root, since mounting needs it). Off, they are plain
+    /// directories, which a harness that removes the data directory without tearing pods
+    /// down cannot leave mounted.
+    pub fn with_memory_backed_secrets(mut self, on: bool) -> VolumeManager {
+        self.memory_backed = on;
+        self
     }
 
     /// The node's allocatable resources: the default of containers' limits in downwardAPI
@@ -250,9 +261,9 @@ impl VolumeManager {
         Err("no volume plugin matched".to_string())
     }
 
-    /// Secret and projected volumes are kept in memory when the agent may mount a tmpfs.
+    /// Whether secret and projected volumes are kept in memory.
     fn memory_backed(&self) -> bool {
-        kyb_node_sys::privileges::is_root()
+        self.memory_backed
     }
 
     /// Writes a payload into the volume directory `path` (created, and a tmpfs mounted on
