@@ -28,9 +28,11 @@
 //! - [`signals`]: signals to other processes (SIGTERM, SIGKILL).
 //! - [`machine`]: the machine's facts for the Node and eviction: memory, CPUs, huge pages,
 //!   file systems (`statvfs`), process IDs, machine/boot IDs, kernel and OS image.
+//! - [`mount`]: tmpfs mounts, unmounting, and the mount table (`/proc/self/mountinfo`).
 
 pub mod cgroup;
 pub mod machine;
+pub mod mount;
 pub mod privileges;
 pub mod signals;
 
