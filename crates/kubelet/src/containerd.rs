@@ -445,8 +445,19 @@ impl Containerd {
                 }
             }
             started = Instant::now();
-            if let Err(error) = self.wait_ready().await {
-                tracing::error!(error = %format!("{error:#}"), "restarted containerd is not ready");
+            let ready = tokio::select! {
+                () = &mut cancel => None,
+                ready = self.wait_ready() => Some(ready),
+            };
+            match ready {
+                None => {
+                    self.terminate().await;
+                    return;
+                }
+                Some(Err(error)) => {
+                    tracing::error!(error = %format!("{error:#}"), "restarted containerd is not ready");
+                }
+                Some(Ok(())) => {}
             }
         }
     }

@@ -12,6 +12,7 @@ pub const REGISTRY_ADDRESS: &str = "localhost:5000";
 /// A running registry.
 pub struct TestRegistry {
     process: Process,
+    netns: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -48,7 +49,46 @@ impl TestRegistry {
         let mut process = Process::spawn(&mut command)
             .context("starting docker-registry (install docker-registry: `make deps`)")?;
         process.wait_for_line("listening on", Duration::from_secs(30))?;
-        Ok(TestRegistry { process, _dir: dir })
+        Ok(TestRegistry {
+            process,
+            netns: netns.path(),
+            _dir: dir,
+        })
+    }
+
+    /// Pushes the OCI archive `archive` as `image` (`localhost:5000/…`) with skopeo, from
+    /// inside the registry's namespace; `credentials` (`user:password`) when it wants them.
+    pub fn push(
+        &self,
+        archive: &std::path::Path,
+        image: &str,
+        credentials: Option<&str>,
+    ) -> anyhow::Result<()> {
+        let mut command = std::process::Command::new("nsenter");
+        command
+            .arg(format!("--net={}", self.netns.display()))
+            .args([
+                "--",
+                "skopeo",
+                "--insecure-policy",
+                "copy",
+                "--dest-tls-verify=false",
+            ]);
+        if let Some(credentials) = credentials {
+            command.args(["--dest-creds", credentials]);
+        }
+        let output = command
+            .arg(format!("oci-archive:{}", archive.display()))
+            .arg(format!("docker://{image}"))
+            .output()
+            .context("running skopeo (install skopeo: `make deps`)")?;
+        anyhow::ensure!(
+            output.status.success(),
+            "skopeo copy to {image}: {}\n{}",
+            String::from_utf8_lossy(&output.stderr),
+            self.output()
+        );
+        Ok(())
     }
 
     /// What the registry printed.

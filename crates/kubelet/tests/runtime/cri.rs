@@ -11,7 +11,8 @@ use k8s_cri::v1::{
 };
 use kyb_kubelet::cri::Cri;
 use kyb_kubelet::images::{BUSYBOX_IMAGE, PAUSE_IMAGE};
-use kyb_testkit::NetNs;
+use kyb_testkit::{NetNs, TestContainerd};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 async fn image_id(cri: &Cri, image: &str) -> anyhow::Result<Option<String>> {
@@ -28,6 +29,71 @@ async fn image_id(cri: &Cri, image: &str) -> anyhow::Result<Option<String>> {
         .await?
         .into_inner();
     Ok(response.image.map(|image| image.id))
+}
+
+/// Runs a pod sandbox `uid` (in the test's cgroup, logs under `logs`) with one busybox
+/// container `main` running `command` (its log `main/0.log`); returns the sandbox's and
+/// the container's ids.
+async fn run_busybox_pod(
+    cri: &Cri,
+    containerd: &TestContainerd,
+    uid: &str,
+    logs: &Path,
+    command: &[&str],
+) -> anyhow::Result<(String, String)> {
+    std::fs::create_dir_all(logs)?;
+    let sandbox_config = PodSandboxConfig {
+        metadata: Some(PodSandboxMetadata {
+            name: format!("pod-{uid}"),
+            uid: uid.into(),
+            namespace: "default".into(),
+            attempt: 0,
+        }),
+        hostname: format!("pod-{uid}"),
+        log_directory: logs.to_string_lossy().into_owned(),
+        linux: Some(LinuxPodSandboxConfig {
+            cgroup_parent: containerd.cgroup_parent().into(),
+            ..LinuxPodSandboxConfig::default()
+        }),
+        ..PodSandboxConfig::default()
+    };
+    let mut runtime = cri.runtime.clone();
+    let sandbox = runtime
+        .run_pod_sandbox(RunPodSandboxRequest {
+            config: Some(sandbox_config.clone()),
+            runtime_handler: String::new(),
+        })
+        .await
+        .map_err(|status| anyhow::anyhow!("RunPodSandbox: {status:?}\n{}", containerd.output()))?
+        .into_inner()
+        .pod_sandbox_id;
+    let container = runtime
+        .create_container(CreateContainerRequest {
+            pod_sandbox_id: sandbox.clone(),
+            config: Some(ContainerConfig {
+                metadata: Some(ContainerMetadata {
+                    name: "main".into(),
+                    attempt: 0,
+                }),
+                image: Some(ImageSpec {
+                    image: BUSYBOX_IMAGE.into(),
+                    ..ImageSpec::default()
+                }),
+                command: command.iter().map(|arg| arg.to_string()).collect(),
+                log_path: "main/0.log".into(),
+                ..ContainerConfig::default()
+            }),
+            sandbox_config: Some(sandbox_config),
+        })
+        .await?
+        .into_inner()
+        .container_id;
+    runtime
+        .start_container(StartContainerRequest {
+            container_id: container.clone(),
+        })
+        .await?;
+    Ok((sandbox, container))
 }
 
 #[tokio::test]
@@ -58,59 +124,15 @@ async fn a_pod_sandbox_and_a_busybox_container_run_through_cri_as_root() -> anyh
     assert!(image_id(&cri, PAUSE_IMAGE).await?.is_some());
 
     let logs = containerd.dir().join("pods").join("uid-1");
-    std::fs::create_dir_all(&logs)?;
-    let sandbox_config = PodSandboxConfig {
-        metadata: Some(PodSandboxMetadata {
-            name: "runtime-test".into(),
-            uid: "uid-1".into(),
-            namespace: "default".into(),
-            attempt: 0,
-        }),
-        hostname: "runtime-test".into(),
-        log_directory: logs.to_string_lossy().into_owned(),
-        linux: Some(LinuxPodSandboxConfig {
-            cgroup_parent: containerd.cgroup_parent().into(),
-            ..LinuxPodSandboxConfig::default()
-        }),
-        ..PodSandboxConfig::default()
-    };
     let mut runtime = cri.runtime.clone();
-    let sandbox = runtime
-        .run_pod_sandbox(RunPodSandboxRequest {
-            config: Some(sandbox_config.clone()),
-            runtime_handler: String::new(),
-        })
-        .await
-        .map_err(|status| anyhow::anyhow!("RunPodSandbox: {status:?}\n{}", containerd.output()))?
-        .into_inner()
-        .pod_sandbox_id;
-
-    let container = runtime
-        .create_container(CreateContainerRequest {
-            pod_sandbox_id: sandbox.clone(),
-            config: Some(ContainerConfig {
-                metadata: Some(ContainerMetadata {
-                    name: "main".into(),
-                    attempt: 0,
-                }),
-                image: Some(ImageSpec {
-                    image: BUSYBOX_IMAGE.into(),
-                    ..ImageSpec::default()
-                }),
-                command: vec!["sh".into(), "-c".into(), "echo hi; sleep 1000".into()],
-                log_path: "main/0.log".into(),
-                ..ContainerConfig::default()
-            }),
-            sandbox_config: Some(sandbox_config),
-        })
-        .await?
-        .into_inner()
-        .container_id;
-    runtime
-        .start_container(StartContainerRequest {
-            container_id: container.clone(),
-        })
-        .await?;
+    let (sandbox, container) = run_busybox_pod(
+        &cri,
+        &containerd,
+        "uid-1",
+        &logs,
+        &["sh", "-c", "echo hi; sleep 1000"],
+    )
+    .await?;
 
     // The container's output reaches its CRI log: `<time> stdout F hi`.
     let log = logs.join("main/0.log");
@@ -189,53 +211,8 @@ async fn dropping_the_test_containerd_leaves_nothing_behind_as_root() -> anyhow:
     let containerd = start_containerd(&netns)?;
     import_project_images(&containerd)?;
     let cri = Cri::connect(&containerd.endpoint())?;
-    let sandbox_config = PodSandboxConfig {
-        metadata: Some(PodSandboxMetadata {
-            name: "left-running".into(),
-            uid: "uid-2".into(),
-            namespace: "default".into(),
-            attempt: 0,
-        }),
-        linux: Some(LinuxPodSandboxConfig {
-            cgroup_parent: containerd.cgroup_parent().into(),
-            ..LinuxPodSandboxConfig::default()
-        }),
-        ..PodSandboxConfig::default()
-    };
-    let mut runtime = cri.runtime.clone();
-    let sandbox = runtime
-        .run_pod_sandbox(RunPodSandboxRequest {
-            config: Some(sandbox_config.clone()),
-            runtime_handler: String::new(),
-        })
-        .await?
-        .into_inner()
-        .pod_sandbox_id;
-    let container = runtime
-        .create_container(CreateContainerRequest {
-            pod_sandbox_id: sandbox,
-            config: Some(ContainerConfig {
-                metadata: Some(ContainerMetadata {
-                    name: "main".into(),
-                    attempt: 0,
-                }),
-                image: Some(ImageSpec {
-                    image: BUSYBOX_IMAGE.into(),
-                    ..ImageSpec::default()
-                }),
-                command: vec!["sleep".into(), "1000".into()],
-                ..ContainerConfig::default()
-            }),
-            sandbox_config: Some(sandbox_config),
-        })
-        .await?
-        .into_inner()
-        .container_id;
-    runtime
-        .start_container(StartContainerRequest {
-            container_id: container,
-        })
-        .await?;
+    let logs = containerd.dir().join("pods").join("uid-2");
+    run_busybox_pod(&cri, &containerd, "uid-2", &logs, &["sleep", "1000"]).await?;
 
     let cgroup = std::path::Path::new("/sys/fs/cgroup/pids")
         .join(containerd.cgroup_parent().trim_start_matches('/'));

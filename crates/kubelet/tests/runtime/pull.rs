@@ -35,18 +35,7 @@ async fn images_are_pulled_from_a_plain_http_registry_as_root() -> anyhow::Resul
     let registry = TestRegistry::start(&netns)?;
     let archive = image_archive("busybox")?;
     let image = format!("{REGISTRY_ADDRESS}/kyb/busybox:1.35.0");
-    let copy = netns
-        .command("skopeo")
-        .args(["--insecure-policy", "copy", "--dest-tls-verify=false"])
-        .arg(format!("oci-archive:{}", archive.display()))
-        .arg(format!("docker://{image}"))
-        .output()?;
-    anyhow::ensure!(
-        copy.status.success(),
-        "skopeo copy: {}\n{}",
-        String::from_utf8_lossy(&copy.stderr),
-        registry.output()
-    );
+    registry.push(&archive, &image, None)?;
     let containerd = start_containerd(&netns)?;
     let puller = ImagePuller::new(Cri::connect(&containerd.endpoint())?);
 
@@ -156,19 +145,7 @@ async fn pull_secrets_give_the_registry_its_credentials_as_root() -> anyhow::Res
     let registry = TestRegistry::start_with_htpasswd(&netns, HTPASSWD)?;
     let archive = image_archive("pause")?;
     let image = format!("{REGISTRY_ADDRESS}/private/pause:1.0");
-    let copy = netns
-        .command("skopeo")
-        .args(["--insecure-policy", "copy", "--dest-tls-verify=false"])
-        .args(["--dest-creds", "alice:s3cret"])
-        .arg(format!("oci-archive:{}", archive.display()))
-        .arg(format!("docker://{image}"))
-        .output()?;
-    anyhow::ensure!(
-        copy.status.success(),
-        "skopeo copy: {}\n{}",
-        String::from_utf8_lossy(&copy.stderr),
-        registry.output()
-    );
+    registry.push(&archive, &image, Some("alice:s3cret"))?;
     let containerd = start_containerd(&netns)?;
     let puller = ImagePuller::new(Cri::connect(&containerd.endpoint())?);
 
