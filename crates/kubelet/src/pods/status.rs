@@ -282,20 +282,22 @@ pub fn generate(pod: &Pod, inputs: &Inputs<'_>) -> PodStatus {
     let spec = pod.spec.clone().unwrap_or_default();
     let init_specs = spec.init_containers.clone().unwrap_or_default();
     let sandbox_ready = inputs.runtime.sandbox().is_some_and(|s| s.ready);
-    let init: Vec<ContainerStatus> = init_specs
-        .iter()
-        .map(|c| container_status(c, inputs, "PodInitializing"))
-        .collect();
-    let (incomplete, _) = initialization(&init, &init_specs);
-    let regular_default = if incomplete.is_empty() && sandbox_ready {
+    // Before they first run, containers wait as `ContainerCreating`, or as
+    // `PodInitializing` in a pod with init containers (kubelet's default waiting state).
+    let default_waiting = if init_specs.is_empty() {
         "ContainerCreating"
     } else {
         "PodInitializing"
     };
+    let init: Vec<ContainerStatus> = init_specs
+        .iter()
+        .map(|c| container_status(c, inputs, default_waiting))
+        .collect();
+    let (incomplete, _) = initialization(&init, &init_specs);
     let regular: Vec<ContainerStatus> = spec
         .containers
         .iter()
-        .map(|c| container_status(c, inputs, regular_default))
+        .map(|c| container_status(c, inputs, default_waiting))
         .collect();
 
     let mut phase = phase(pod, &init, &regular).to_string();

@@ -250,6 +250,19 @@ impl Worker {
         }
 
         let mut wait = RESYNC.min(deadline_remaining(pod).unwrap_or(RESYNC));
+        self.shared.volumes.set_node_allocatable(
+            self.shared
+                .resources
+                .allocatable()
+                .into_iter()
+                .map(|(name, q)| {
+                    (
+                        name,
+                        k8s_openapi::apimachinery::pkg::api::resource::Quantity(q.canonical()),
+                    )
+                })
+                .collect(),
+        );
         let volumes = match self.shared.volumes.setup(pod).await {
             Ok(volumes) => {
                 self.mount_failure = None;
