@@ -86,6 +86,8 @@ pub(crate) struct Record {
     pub failed: Option<FailedProbe>,
     /// The pod is being deleted: liveness and startup probes stop.
     pub terminating: bool,
+    /// How many instances of the container have started.
+    generations: u64,
     workers: Vec<WorkerHandle>,
 }
 
@@ -215,6 +217,7 @@ impl ProbeManager {
         };
         let key = (uid.clone(), container_name.to_owned());
         let mut state = self.inner.lock();
+        let known = state.containers.contains_key(&key);
         let record = state.containers.entry(key.clone()).or_insert_with(|| {
             let pod = Arc::new(pod.clone());
             let workers = self.spawn_workers(&pod, &key);
@@ -226,6 +229,7 @@ impl ProbeManager {
                 startup: ProbeResult::Unknown,
                 failed: None,
                 terminating: false,
+                generations: 0,
                 workers,
             }
         });
@@ -235,20 +239,22 @@ impl ProbeManager {
             instance.pod_ip = pod_ip;
             return;
         }
-        let generation = record.instance.as_ref().map_or(0, |i| i.generation) + 1;
+        record.generations += 1;
         record.instance = Some(Instance {
             container_id: container_id.to_owned(),
             started_at,
             pod_ip,
-            generation,
+            generation: record.generations,
         });
         record.readiness = ProbeResult::Failure;
         record.liveness = ProbeResult::Success;
         record.startup = ProbeResult::Unknown;
         record.failed = None;
-        // Kubelet triggers the readiness probe as soon as it sees a container without a
-        // readiness result; the others wait for their period.
-        record.trigger(ProbeKind::Readiness);
+        // Kubelet probes readiness as soon as it sees a container without a readiness
+        // result; the others wait for their period. (New workers probe at once anyway.)
+        if known {
+            record.trigger(ProbeKind::Readiness);
+        }
         drop(state);
         self.inner.notify(&uid);
     }

@@ -27,6 +27,9 @@ mod http_get;
 mod manager;
 mod worker;
 
+#[cfg(test)]
+mod tests;
+
 pub use handlers::run_probe;
 pub use hooks::{FAILED_POST_START_HOOK, FAILED_PRE_STOP_HOOK, run_hook};
 pub use manager::{FailedProbe, ProbeEvents, ProbeManager};
