@@ -340,21 +340,22 @@ impl ProbeManager {
     /// succeeded `successThreshold` times since its last failures (always, without a
     /// readiness probe). False for a container not known to be running.
     pub fn readiness(&self, pod_uid: &str, container_name: &str) -> bool {
-        let state = self.inner.lock();
-        state
-            .containers
-            .get(&(pod_uid.to_owned(), container_name.to_owned()))
-            .is_some_and(Record::ready)
+        self.check(pod_uid, container_name, Record::ready)
     }
 
     /// Whether the container has started: running and its startup probe succeeded
     /// (always, without a startup probe). False for a container not known to be running.
     pub fn started(&self, pod_uid: &str, container_name: &str) -> bool {
+        self.check(pod_uid, container_name, Record::started)
+    }
+
+    /// `test` of the container's record; false for an unknown container.
+    fn check(&self, pod_uid: &str, container_name: &str, test: fn(&Record) -> bool) -> bool {
         let state = self.inner.lock();
         state
             .containers
             .get(&(pod_uid.to_owned(), container_name.to_owned()))
-            .is_some_and(Record::started)
+            .is_some_and(test)
     }
 
     /// The containers of the pod whose liveness or startup probe failed past its

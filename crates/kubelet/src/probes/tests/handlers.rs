@@ -222,13 +222,8 @@ async fn https_probe_skips_certificate_verification() {
 
 #[tokio::test]
 async fn tcp_probe_connects_or_fails_with_the_dial_error() {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("bind: {e}"));
-    let open = listener
-        .local_addr()
-        .unwrap_or_else(|e| panic!("addr: {e}"))
-        .port();
+    let (_listener, addr) = bind_loopback().await;
+    let open = addr.port();
     let tcp = |port: u16| Probe {
         tcp_socket: Some(TCPSocketAction {
             port: IntOrString::Int(port.into()),

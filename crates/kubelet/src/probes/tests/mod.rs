@@ -152,17 +152,20 @@ impl Drop for Server {
     }
 }
 
-/// A loopback port nothing listens on (bound, then released).
-pub async fn closed_port() -> u16 {
+/// A listener on a free port of 127.0.0.1, and its address.
+pub async fn bind_loopback() -> (TcpListener, SocketAddr) {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
         .unwrap_or_else(|e| panic!("bind: {e}"));
-    let port = listener
+    let addr = listener
         .local_addr()
-        .unwrap_or_else(|e| panic!("addr: {e}"))
-        .port();
-    drop(listener);
-    port
+        .unwrap_or_else(|e| panic!("addr: {e}"));
+    (listener, addr)
+}
+
+/// A loopback port nothing listens on (bound, then released).
+pub async fn closed_port() -> u16 {
+    bind_loopback().await.1.port()
 }
 
 /// The headers of the requests the HTTP test server received, by path.
@@ -172,12 +175,7 @@ pub type Seen = Arc<Mutex<Vec<(String, http::HeaderMap)>>>;
 /// `/ok` 200, `/fail` 500, `/to-ok` 302 to `/ok`, `/away` 302 to another host with a
 /// body, `/loop` 302 to itself, `/slow` after 30 s, `/big` 300 with a 20 KiB body.
 pub async fn http_server(tls: Option<Arc<rustls::ServerConfig>>) -> (Server, Seen) {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("bind: {e}"));
-    let addr = listener
-        .local_addr()
-        .unwrap_or_else(|e| panic!("addr: {e}"));
+    let (listener, addr) = bind_loopback().await;
     let seen: Seen = Arc::default();
     let recorded = seen.clone();
     let task = tokio::spawn(async move {
@@ -254,12 +252,7 @@ pub fn tls_config(dir: &std::path::Path) -> Arc<rustls::ServerConfig> {
 /// (otherwise answering `Unimplemented`): service `""` is SERVING, `down` NOT_SERVING,
 /// `slow` answers after 30 s, any other is `NotFound: unknown service`.
 pub async fn grpc_server(health: bool) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .unwrap_or_else(|e| panic!("bind: {e}"));
-    let addr = listener
-        .local_addr()
-        .unwrap_or_else(|e| panic!("addr: {e}"));
+    let (listener, addr) = bind_loopback().await;
     let task = tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
