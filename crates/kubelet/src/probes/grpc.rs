@@ -122,7 +122,7 @@ async fn connect(endpoint: Endpoint) -> Channel {
 }
 
 /// A status code as grpc-go prints it.
-fn go_code(code: tonic::Code) -> String {
+pub(crate) fn go_code(code: tonic::Code) -> String {
     match code {
         tonic::Code::Ok => "OK".to_owned(),
         tonic::Code::Cancelled => "Canceled".to_owned(),

@@ -13,6 +13,7 @@
 //! the pod code); network probes go from the node to the pod's IP.
 //!
 //! # Submodules
+//! - `cri_exec`: [`Exec`] over CRI `ExecSync`.
 //! - `handlers`: one probe run (dispatch, exec, tcpSocket, ports, command expansion).
 //! - `http_get`: the small HTTP/1.1 client of httpGet probes and hooks (TLS unverified).
 //! - `grpc`: the `grpc.health.v1.Health/Check` client.
@@ -20,6 +21,7 @@
 //! - `worker`: a probe's loop (delays, period, thresholds, gating).
 //! - `manager`: the workers of every container, their results and events.
 
+mod cri_exec;
 mod grpc;
 mod handlers;
 mod hooks;
@@ -30,6 +32,7 @@ mod worker;
 #[cfg(test)]
 mod tests;
 
+pub use cri_exec::CriExec;
 pub use handlers::run_probe;
 pub use hooks::{FAILED_POST_START_HOOK, FAILED_PRE_STOP_HOOK, run_hook};
 pub use manager::{FailedProbe, ProbeEvents, ProbeManager};
@@ -66,8 +69,9 @@ pub enum ExecError {
     Failed(String),
 }
 
-/// How probes and hooks run a command in a container: CRI `ExecSync` (implemented by the
-/// pod code; by a fake in tests). A zero `timeout` means none (hooks).
+/// How probes and hooks run a command in a container: CRI `ExecSync` ([`CriExec`]; a
+/// fake in tests). `timeout` is the probe's `timeoutSeconds` or the hook's limit; zero
+/// means none.
 #[async_trait]
 pub trait Exec: Send + Sync + 'static {
     async fn exec_sync(

@@ -1,6 +1,7 @@
 //! Tests of the probes and hooks: a fake [`Exec`], recorded events, and real loopback
 //! servers (HTTP, HTTPS, gRPC health) started by the tests.
 
+mod cri_exec;
 mod handlers;
 mod hooks;
 mod workers;
@@ -248,47 +249,24 @@ pub fn tls_config(dir: &std::path::Path) -> Arc<rustls::ServerConfig> {
     kyb_pki::tls::server_config(pki.serving(), pki.ca_pem()).unwrap_or_else(|e| panic!("tls: {e}"))
 }
 
-/// A gRPC server on 127.0.0.1 implementing `grpc.health.v1.Health/Check` when `health`
-/// (otherwise answering `Unimplemented`): service `""` is SERVING, `down` NOT_SERVING,
-/// `slow` answers after 30 s, any other is `NotFound: unknown service`.
-pub async fn grpc_server(health: bool) -> Server {
+/// An HTTP/2 (gRPC) server on 127.0.0.1 answering every request with `handle`.
+pub async fn h2_server<F, Fut>(handle: F) -> Server
+where
+    F: Fn(hyper::Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = http::Response<tonic::body::Body>> + Send + 'static,
+{
     let (listener, addr) = bind_loopback().await;
     let task = tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 return;
             };
+            let handle = handle.clone();
             tokio::spawn(async move {
-                let service = hyper::service::service_fn(
-                    move |req: hyper::Request<hyper::body::Incoming>| async move {
-                        if !health || req.uri().path() != CHECK_PATH {
-                            return Ok::<_, Infallible>(
-                                tonic::Status::unimplemented("unknown method").into_http(),
-                            );
-                        }
-                        let codec = tonic_prost::ProstCodec::<
-                            HealthCheckResponse,
-                            HealthCheckRequest,
-                        >::default();
-                        let check = tower::service_fn(
-                            |req: tonic::Request<HealthCheckRequest>| async move {
-                                let status = match req.into_inner().service.as_str() {
-                                    "" => 1,
-                                    "down" => 2,
-                                    "slow" => {
-                                        tokio::time::sleep(Duration::from_secs(30)).await;
-                                        1
-                                    }
-                                    _ => {
-                                        return Err(tonic::Status::not_found("unknown service"));
-                                    }
-                                };
-                                Ok(tonic::Response::new(HealthCheckResponse { status }))
-                            },
-                        );
-                        Ok(tonic::server::Grpc::new(codec).unary(check, req).await)
-                    },
-                );
+                let service = hyper::service::service_fn(move |req| {
+                    let answer = handle(req);
+                    async move { Ok::<_, Infallible>(answer.await) }
+                });
                 let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
@@ -296,4 +274,33 @@ pub async fn grpc_server(health: bool) -> Server {
         }
     });
     Server { addr, task }
+}
+
+/// A gRPC server on 127.0.0.1 implementing `grpc.health.v1.Health/Check` when `health`
+/// (otherwise answering `Unimplemented`): service `""` is SERVING, `down` NOT_SERVING,
+/// `slow` answers after 30 s, any other is `NotFound: unknown service`.
+pub async fn grpc_server(health: bool) -> Server {
+    h2_server(
+        move |req: hyper::Request<hyper::body::Incoming>| async move {
+            if !health || req.uri().path() != CHECK_PATH {
+                return tonic::Status::unimplemented("unknown method").into_http();
+            }
+            let codec =
+                tonic_prost::ProstCodec::<HealthCheckResponse, HealthCheckRequest>::default();
+            let check = tower::service_fn(|req: tonic::Request<HealthCheckRequest>| async move {
+                let status = match req.into_inner().service.as_str() {
+                    "" => 1,
+                    "down" => 2,
+                    "slow" => {
+                        tokio::time::sleep(Duration::from_secs(30)).await;
+                        1
+                    }
+                    _ => return Err(tonic::Status::not_found("unknown service")),
+                };
+                Ok(tonic::Response::new(HealthCheckResponse { status }))
+            });
+            tonic::server::Grpc::new(codec).unary(check, req).await
+        },
+    )
+    .await
 }
