@@ -282,10 +282,14 @@ where
     let http_request = builder
         .body(Empty::<Bytes>::new())
         .map_err(|err| format!("net/http: invalid header: {err}"))?;
-    let response = sender
-        .send_request(http_request)
-        .await
-        .map_err(|err| err.to_string())?;
+    let response = sender.send_request(http_request).await.map_err(|err| {
+        // Go's client says EOF when the server closes without answering.
+        if err.is_incomplete_message() {
+            "EOF".to_owned()
+        } else {
+            err.to_string()
+        }
+    })?;
     let status = response.status().as_u16();
     let location = match status {
         301 | 302 | 303 | 307 | 308 => response

@@ -113,6 +113,10 @@ async fn http_probe_statuses_and_messages() {
             server.addr
         ))
     );
+    assert_eq!(
+        run("/hang-up").await,
+        Outcome::Failure(format!("Get \"http://{}/hang-up\": EOF", server.addr))
+    );
     match run("/big").await {
         Outcome::Warning(message) => assert_eq!(
             message.len(),

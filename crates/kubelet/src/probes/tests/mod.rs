@@ -174,7 +174,8 @@ pub type Seen = Arc<Mutex<Vec<(String, http::HeaderMap)>>>;
 
 /// An HTTP/1.1 server on 127.0.0.1 (over TLS with `tls`), answering:
 /// `/ok` 200, `/fail` 500, `/to-ok` 302 to `/ok`, `/away` 302 to another host with a
-/// body, `/loop` 302 to itself, `/slow` after 30 s, `/big` 300 with a 20 KiB body.
+/// body, `/loop` 302 to itself, `/slow` after 30 s, `/big` 300 with a 20 KiB body;
+/// `/hang-up` closes the connection without an answer.
 pub async fn http_server(tls: Option<Arc<rustls::ServerConfig>>) -> (Server, Seen) {
     let (listener, addr) = bind_loopback().await;
     let seen: Seen = Arc::default();
@@ -235,6 +236,8 @@ async fn answer(
             respond(200, None, Vec::new())
         }
         "/big" => respond(300, None, vec![b'x'; 20 * 1024]),
+        // Dropping the connection without an answer.
+        "/hang-up" => panic!("hanging up"),
         _ => respond(404, None, Vec::new()),
     }
 }

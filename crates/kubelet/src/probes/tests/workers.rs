@@ -57,6 +57,13 @@ async fn fixture() -> Fixture {
     }
 }
 
+#[test]
+fn the_manager_can_be_shared_between_tasks() {
+    fn shared<T: Send + Sync + 'static>() {}
+    shared::<ProbeManager>();
+    shared::<crate::probes::CriExec>();
+}
+
 /// Lets the paused clock run `secs` seconds (the workers' timers fire on the way).
 async fn run_for(secs: u64) {
     tokio::time::sleep(Duration::from_secs(secs)).await;
