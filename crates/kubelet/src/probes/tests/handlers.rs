@@ -25,7 +25,8 @@ fn http_probe(port: IntOrString, path: &str) -> Probe {
             path: Some(path.into()),
             ..Default::default()
         }),
-        timeout_seconds: Some(1),
+        // Generous, for a loaded machine; the timeout tests set 1 s.
+        timeout_seconds: Some(10),
         ..Default::default()
     }
 }
@@ -147,9 +148,11 @@ async fn http_probe_connection_errors_and_timeouts() {
     );
 
     let (server, _) = http_server(None).await;
+    let mut slow = http_probe(port_of(&server), "/slow");
+    slow.timeout_seconds = Some(1);
     let started = std::time::Instant::now();
     assert_eq!(
-        run_probe_owned(http_probe(port_of(&server), "/slow"), target).await,
+        run_probe_owned(slow, target).await,
         Outcome::Failure(format!(
             "Get \"http://{}/slow\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
             server.addr
@@ -255,13 +258,13 @@ async fn tcp_probe_connects_or_fails_with_the_dial_error() {
     ));
 }
 
-fn grpc_probe(port: u16, service: Option<&str>) -> Probe {
+fn grpc_probe(port: u16, service: Option<&str>, timeout: i32) -> Probe {
     Probe {
         grpc: Some(GRPCAction {
             port: port.into(),
             service: service.map(str::to_owned),
         }),
-        timeout_seconds: Some(1),
+        timeout_seconds: Some(timeout),
         ..Default::default()
     }
 }
@@ -271,7 +274,8 @@ async fn grpc_probe_health_statuses() {
     let server = grpc_server(true).await;
     let port = server.addr.port();
     let target = loopback_target(Container::default());
-    let run = |service: Option<&str>| run_probe_owned(grpc_probe(port, service), target.clone());
+    let run =
+        |service: Option<&str>| run_probe_owned(grpc_probe(port, service, 10), target.clone());
     assert_eq!(run(None).await, Outcome::Success);
     assert_eq!(
         run(Some("down")).await,
@@ -285,7 +289,7 @@ async fn grpc_probe_health_statuses() {
         )
     );
     assert_eq!(
-        run(Some("slow")).await,
+        run_probe_owned(grpc_probe(port, Some("slow"), 1), target.clone()).await,
         Outcome::Failure("timeout: health rpc did not complete within 1s".into())
     );
 }
@@ -295,7 +299,7 @@ async fn grpc_probe_without_health_service_or_server() {
     let server = grpc_server(false).await;
     let target = loopback_target(Container::default());
     assert_eq!(
-        run_probe_owned(grpc_probe(server.addr.port(), None), target.clone()).await,
+        run_probe_owned(grpc_probe(server.addr.port(), None, 10), target.clone()).await,
         Outcome::Failure(
             "error: this server does not implement the grpc health protocol (grpc.health.v1.Health): unknown method"
                 .into()
@@ -303,7 +307,7 @@ async fn grpc_probe_without_health_service_or_server() {
     );
     let closed = closed_port().await;
     assert_eq!(
-        run_probe_owned(grpc_probe(closed, None), target).await,
+        run_probe_owned(grpc_probe(closed, None, 1), target).await,
         Outcome::Failure(format!(
             "timeout: failed to connect service \"127.0.0.1:{closed}\" within 1s: context deadline exceeded"
         ))
