@@ -18,7 +18,15 @@ pub trait ProbeEvents: Send + Sync + 'static {
     /// and resulted in unknown state: <error>`, ...
     fn unhealthy(&self, pod: &Pod, container: &str, message: String);
     /// Reason `ProbeWarning`: `Readiness probe warning: Probe terminated redirects, …`.
-    fn probe_warning(&self, pod: &Pod, container: &str, message: String);
+    /// By default only logged.
+    fn probe_warning(&self, pod: &Pod, container: &str, message: String) {
+        tracing::warn!(
+            pod = pod.metadata.name.as_deref().unwrap_or_default(),
+            container,
+            message,
+            "probe warning"
+        );
+    }
 }
 
 /// A container whose liveness or startup probe failed `failureThreshold` times in a row:
@@ -196,7 +204,8 @@ impl ProbeManager {
         }
     }
 
-    /// A container of `pod` runs as `container_id` since `started_at`, reachable at
+    /// A container of `pod` runs as `container_id` since `started_at` (a tokio or std
+    /// `Instant`), reachable at
     /// `pod_ip`. The first time, starts a worker per probe it has; for a new instance
     /// (a restart), resets its results (not ready, not started, live) and resumes workers
     /// held after a liveness failure. The same instance again only updates the pod IP.
@@ -205,9 +214,10 @@ impl ProbeManager {
         pod: &Pod,
         container_name: &str,
         container_id: &str,
-        started_at: Instant,
+        started_at: impl Into<Instant>,
         pod_ip: Option<IpAddr>,
     ) {
+        let started_at = started_at.into();
         let Some(uid) = pod.metadata.uid.clone() else {
             tracing::warn!(
                 container = container_name,
