@@ -1,8 +1,10 @@
 # The two set-up commands (see README.md) are `make up` and `make test`.
 
-DEBIAN_PACKAGES := etcd-server etcd-client protobuf-compiler libprotobuf-dev binutils
+DEBIAN_PACKAGES := etcd-server etcd-client protobuf-compiler libprotobuf-dev binutils \
+	containerd runc containernetworking-plugins docker-registry skopeo busybox-static \
+	nftables iptables iproute2 util-linux tar gcc libc6-dev
 
-.PHONY: deps build up down test lint bench
+.PHONY: deps build images up down test lint bench
 
 deps:
 	@scripts/deps.sh $(DEBIAN_PACKAGES)
@@ -11,7 +13,11 @@ build: deps
 	cargo build --release --locked -p kyb
 	@scripts/split-debug.sh target/release/kyb
 
-up: build
+# The sandbox (pause) and busybox images as OCI archives under target/images/.
+images: build
+	@scripts/images.sh target/release/kyb
+
+up: build images
 	@scripts/up.sh
 
 down:
@@ -31,3 +37,4 @@ bench: deps
 	target/release/kyb-bench apf
 	target/release/kyb-bench lists
 	target/release/kyb-bench scheduler
+	target/release/kyb-bench pods

@@ -14,11 +14,16 @@ if [ ${#missing[@]} -gt 0 ]; then
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     echo "make deps: installing ${missing[*]}"
     $sudo apt-get update -qq
-    # Package scripts must not start services (etcd) on the machine: tests start their own.
+    # Package scripts must not start services (etcd, containerd, docker-registry) on the
+    # machine: tests and the node agent start their own.
     printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
     $sudo chmod +x /usr/sbin/policy-rc.d
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     $sudo rm -f /usr/sbin/policy-rc.d
+    # Nor at the next boot: the machine's own containerd would compete with the agent's.
+    if [ -d /run/systemd/system ]; then
+        $sudo systemctl disable containerd.service docker-registry.service >/dev/null 2>&1 || true
+    fi
 fi
 
 if ! command -v cargo >/dev/null; then

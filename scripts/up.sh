@@ -34,6 +34,21 @@ else
     done
     echo "kyb server is running (pid $(cat "$pidfile")), data in $data_dir, log in $log."
 fi
+# The node's containerd gets the project's images (pause is the sandbox image), which
+# scripts/images.sh built under target/images/.
+socket=$data_dir/agent/containerd/containerd.sock
+images=(target/images/pause.tar target/images/busybox.tar)
+deadline=$((SECONDS + 15))
+until [ -S "$socket" ] || [ $SECONDS -ge $deadline ] || ! kill -0 "$(cat "$pidfile")" 2>/dev/null; do
+    sleep 0.2
+done
+if [ -S "$socket" ]; then
+    "$kyb" image import --data-dir "$data_dir" "${images[@]}" >/dev/null
+    echo "Imported ${images[*]} into the node's containerd."
+else
+    echo "No containerd socket at $socket (node agent disabled?): images not imported."
+fi
+
 cat <<EOF
 
 Use it with kubectl:

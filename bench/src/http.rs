@@ -171,6 +171,7 @@ pub fn start_server(dir: &Path, flags: &[&str]) -> anyhow::Result<(Process, u16)
             .env_remove("RUST_LOG")
             .args([
                 "server",
+                "--disable-agent",
                 "--bind-address",
                 "127.0.0.1",
                 "--port",

@@ -4,7 +4,7 @@
 //! Usage: `kyb-bench storage [--quick] [--embedded-only]`, `kyb-bench apiserver [--quick]`,
 //! `kyb-bench scheduler [--quick] [--workload a|b|c]…`,
 //! `kyb-bench controllers [--quick]`, `kyb-bench lists [--quick]` (JSON against protobuf),
-//! `kyb-bench apf [--quick]`
+//! `kyb-bench apf [--quick]`, `kyb-bench pods [--quick]` (as root: pods on a real containerd)
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -14,6 +14,7 @@ mod controllers;
 mod flowcontrol;
 mod http;
 mod lists;
+mod pods;
 mod scheduler;
 mod stats;
 mod storage;
@@ -30,6 +31,7 @@ fn main() -> anyhow::Result<()> {
         Some("controllers") => controllers::run(quick),
         Some("lists") => lists::run(quick),
         Some("apf") => flowcontrol::run(quick),
+        Some("pods") => pods::run(quick),
         Some("scheduler") => {
             let chosen: Vec<&str> = args
                 .windows(2)
@@ -39,7 +41,7 @@ fn main() -> anyhow::Result<()> {
             scheduler::run(quick, &chosen)
         }
         _ => anyhow::bail!(
-            "usage: kyb-bench storage|apiserver|scheduler|controllers|lists|apf [--quick] [--embedded-only] [--workload a|b|c]"
+            "usage: kyb-bench storage|apiserver|scheduler|controllers|lists|apf|pods [--quick] [--embedded-only] [--workload a|b|c]"
         ),
     }
 }

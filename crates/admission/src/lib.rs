@@ -16,6 +16,8 @@
 //! - [`priority`] — [`priority::admit_pod`], [`priority::validate_priority_class`],
 //!   [`priority::system_priority_classes`].
 //! - [`default_storage_class`] — [`default_storage_class::admit`].
+//! - [`runtime_class`] — [`runtime_class::admit`] (mutating and validating at once: it
+//!   runs at pod creation only).
 //! - [`node_restriction`](mod@node_restriction) — [`node_restriction()`] for a [`NodeRequest`], reading objects
 //!   through the caller's [`Lookup`].
 //! - [`node_authorizer`] — [`NodeGraph`], fed watch events with [`NodeGraph::apply`] and
@@ -36,6 +38,7 @@ pub mod node_authorizer;
 pub mod node_restriction;
 mod pod_refs;
 pub mod priority;
+pub mod runtime_class;
 pub mod service_account;
 pub mod taint_nodes_by_condition;
 

@@ -48,3 +48,82 @@ impl Cri {
         })
     }
 }
+
+/// The node status's view of the runtime ([`crate::node::RuntimeInfo`]) over CRI.
+pub struct CriRuntimeInfo {
+    pub cri: Cri,
+}
+
+#[async_trait::async_trait]
+impl crate::node::RuntimeInfo for CriRuntimeInfo {
+    async fn version(&self) -> anyhow::Result<(String, String)> {
+        let version = self
+            .cri
+            .runtime
+            .clone()
+            .version(k8s_cri::v1::VersionRequest::default())
+            .await
+            .context("asking the runtime for its version")?
+            .into_inner();
+        Ok((version.runtime_name, version.runtime_version))
+    }
+
+    async fn images(&self) -> anyhow::Result<Vec<k8s_openapi::api::core::v1::ContainerImage>> {
+        let images = self
+            .cri
+            .images
+            .clone()
+            .list_images(k8s_cri::v1::ListImagesRequest { filter: None })
+            .await
+            .context("listing the runtime's images")?
+            .into_inner()
+            .images;
+        Ok(images
+            .into_iter()
+            .map(|image| {
+                let mut names = image.repo_digests;
+                names.extend(image.repo_tags);
+                k8s_openapi::api::core::v1::ContainerImage {
+                    names: Some(names),
+                    size_bytes: i64::try_from(image.size).ok(),
+                }
+            })
+            .collect())
+    }
+
+    async fn status(&self) -> anyhow::Result<crate::node::RuntimeStatus> {
+        use crate::node::{RuntimeCondition, RuntimeStatus};
+        let status = self
+            .cri
+            .runtime
+            .clone()
+            .status(k8s_cri::v1::StatusRequest { verbose: false })
+            .await
+            .context("asking the runtime for its status")?
+            .into_inner()
+            .status
+            .unwrap_or_default();
+        let find = |kind: &str| {
+            status
+                .conditions
+                .iter()
+                .find(|c| c.r#type == kind)
+                .map_or_else(
+                    || RuntimeCondition {
+                        status: false,
+                        reason: "Missing".into(),
+                        message: format!("the runtime reports no {kind} condition"),
+                    },
+                    |c| RuntimeCondition {
+                        status: c.status,
+                        reason: c.reason.clone(),
+                        message: c.message.clone(),
+                    },
+                )
+        };
+        Ok(RuntimeStatus {
+            runtime_ready: find("RuntimeReady"),
+            network_ready: find("NetworkReady"),
+        })
+    }
+}

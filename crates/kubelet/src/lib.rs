@@ -6,6 +6,7 @@
 //!
 //! # Modules
 //!
+//! - [`agent`]: the agent as a whole (the runtime, the pod workers).
 //! - [`config`]: the agent's settings (flags of `kyb kubelet`).
 //! - [`containerd`]: the containerd the agent starts (its generated configuration under
 //!   the data dir, supervised and restarted).
@@ -24,6 +25,7 @@
 //! - [`node`]: the Node object (registration, status, Lease), eviction, garbage
 //!   collection and static pods.
 
+pub mod agent;
 pub mod config;
 pub mod container;
 pub mod containerd;

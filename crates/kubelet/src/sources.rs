@@ -58,3 +58,181 @@ pub trait Sources: Send + Sync + 'static {
     /// The PersistentVolume `name`.
     async fn persistent_volume(&self, name: &str) -> Result<Arc<PersistentVolume>, SourceError>;
 }
+
+/// How long an object read from the API is reused before it is read again (kubelet's
+/// cache-based change detection): configMap and secret volumes follow their sources
+/// within this and the pods' resync period.
+const TTL: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// [`Sources`] over the API: ConfigMaps, secrets, claims and volumes read one by one (what
+/// the Node authorizer allows a node) and kept for [`TTL`]; services from an informer.
+pub struct ApiSources {
+    client: kube::Client,
+    services: Arc<kyb_runtime::informer::Informer<Service>>,
+    cache:
+        std::sync::Mutex<std::collections::HashMap<CacheKey, (std::time::Instant, CachedObject)>>,
+}
+
+/// (kind, namespace, name).
+type CacheKey = (&'static str, String, String);
+
+#[derive(Clone)]
+enum CachedObject {
+    ConfigMap(Arc<ConfigMap>),
+    Secret(Arc<Secret>),
+}
+
+fn api_error(kind: &str, name: &str, error: kube::Error) -> SourceError {
+    match error {
+        kube::Error::Api(status) if status.code == 404 => {
+            SourceError::NotFound(format!("{kind} \"{name}\" not found"))
+        }
+        other => SourceError::Failed(format!("getting {kind} \"{name}\": {other}")),
+    }
+}
+
+impl ApiSources {
+    pub fn new(
+        client: kube::Client,
+        informers: &kyb_runtime::informer::SharedInformers,
+    ) -> ApiSources {
+        ApiSources {
+            client,
+            services: informers.get::<Service>(),
+            cache: Default::default(),
+        }
+    }
+
+    fn cached(&self, kind: &'static str, namespace: &str, name: &str) -> Option<CachedObject> {
+        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let (read, object) = cache.get(&(kind, namespace.to_string(), name.to_string()))?;
+        (read.elapsed() < TTL).then(|| object.clone())
+    }
+
+    fn remember(&self, kind: &'static str, namespace: &str, name: &str, object: CachedObject) {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        cache.retain(|_, (read, _)| read.elapsed() < TTL * 12);
+        cache.insert(
+            (kind, namespace.to_string(), name.to_string()),
+            (std::time::Instant::now(), object),
+        );
+    }
+}
+
+#[async_trait]
+impl Sources for ApiSources {
+    async fn config_map(&self, namespace: &str, name: &str) -> Result<Arc<ConfigMap>, SourceError> {
+        if let Some(CachedObject::ConfigMap(found)) = self.cached("configmap", namespace, name) {
+            return Ok(found);
+        }
+        let api: kube::Api<ConfigMap> = kube::Api::namespaced(self.client.clone(), namespace);
+        let found = Arc::new(
+            api.get(name)
+                .await
+                .map_err(|e| api_error("configmap", name, e))?,
+        );
+        self.remember(
+            "configmap",
+            namespace,
+            name,
+            CachedObject::ConfigMap(found.clone()),
+        );
+        Ok(found)
+    }
+
+    async fn secret(&self, namespace: &str, name: &str) -> Result<Arc<Secret>, SourceError> {
+        if let Some(CachedObject::Secret(found)) = self.cached("secret", namespace, name) {
+            return Ok(found);
+        }
+        let api: kube::Api<Secret> = kube::Api::namespaced(self.client.clone(), namespace);
+        let found = Arc::new(
+            api.get(name)
+                .await
+                .map_err(|e| api_error("secret", name, e))?,
+        );
+        self.remember(
+            "secret",
+            namespace,
+            name,
+            CachedObject::Secret(found.clone()),
+        );
+        Ok(found)
+    }
+
+    async fn services(&self, namespace: &str) -> Result<Vec<Arc<Service>>, SourceError> {
+        if !self.services.has_synced() {
+            self.services.wait_synced().await;
+        }
+        let mut services = self.services.list_namespace(namespace);
+        if namespace != "default"
+            && let Some(kubernetes) = self.services.get("default", "kubernetes")
+        {
+            services.push(kubernetes);
+        }
+        Ok(services)
+    }
+
+    async fn service_account_token(
+        &self,
+        pod: &Pod,
+        service_account: &str,
+        audience: &str,
+        expiration_seconds: i64,
+    ) -> Result<IssuedToken, SourceError> {
+        use k8s_openapi::api::authentication::v1::{
+            BoundObjectReference, TokenRequest, TokenRequestSpec,
+        };
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let api: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
+            kube::Api::namespaced(self.client.clone(), namespace);
+        let request = TokenRequest {
+            spec: TokenRequestSpec {
+                audiences: if audience.is_empty() {
+                    vec![]
+                } else {
+                    vec![audience.to_string()]
+                },
+                expiration_seconds: Some(expiration_seconds),
+                bound_object_ref: Some(BoundObjectReference {
+                    api_version: Some("v1".into()),
+                    kind: Some("Pod".into()),
+                    name: pod.metadata.name.clone(),
+                    uid: pod.metadata.uid.clone(),
+                }),
+            },
+            ..Default::default()
+        };
+        let issued = api
+            .create_token_request(service_account, &Default::default(), &request)
+            .await
+            .map_err(|e| api_error("serviceaccount", service_account, e))?;
+        let status = issued
+            .status
+            .ok_or_else(|| SourceError::Failed("the token request has no status".into()))?;
+        Ok(IssuedToken {
+            token: status.token,
+            expiration: status.expiration_timestamp.0,
+        })
+    }
+
+    async fn persistent_volume_claim(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<PersistentVolumeClaim>, SourceError> {
+        let api: kube::Api<PersistentVolumeClaim> =
+            kube::Api::namespaced(self.client.clone(), namespace);
+        Ok(Arc::new(api.get(name).await.map_err(|e| {
+            api_error("persistentvolumeclaim", name, e)
+        })?))
+    }
+
+    async fn persistent_volume(&self, name: &str) -> Result<Arc<PersistentVolume>, SourceError> {
+        let api: kube::Api<PersistentVolume> = kube::Api::all(self.client.clone());
+        Ok(Arc::new(
+            api.get(name)
+                .await
+                .map_err(|e| api_error("persistentvolume", name, e))?,
+        ))
+    }
+}

@@ -37,8 +37,12 @@ pub enum Command {
     Scheduler(SchedulerArgs),
     /// Run the controller manager alone, as a client of an API server.
     ControllerManager(ControllerManagerArgs),
+    /// Run the node agent alone, as a client of an API server (needs root).
+    Kubelet(KubeletArgs),
     /// Print the version.
     Version,
+    /// Build the project's images and import images into the node's containerd.
+    Image(crate::image::ImageArgs),
 }
 
 #[derive(Debug, Args)]
@@ -139,6 +143,14 @@ pub struct ServerArgs {
 
     #[command(flatten)]
     pub controllers: ControllerArgs,
+
+    /// Run the control plane only, without the node agent (`kyb server`; the agent also
+    /// stays off when the server does not run as root).
+    #[arg(long)]
+    pub disable_agent: bool,
+
+    #[command(flatten)]
+    pub node: NodeArgs,
 }
 
 /// What the controllers do (kube-controller-manager's flags of the same names).
@@ -352,4 +364,37 @@ mod tests {
         assert!(parse_service_cidr("10.96.0.0/31").is_err());
         assert!(parse_service_cidr("fd00::/64").is_err());
     }
+}
+
+#[derive(Debug, Args)]
+pub struct KubeletArgs {
+    /// The kubeconfig the agent talks to the API server with (its identity is
+    /// `system:node:<name>` in `system:nodes`).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: PathBuf,
+
+    #[command(flatten)]
+    pub node: NodeArgs,
+}
+
+/// The node agent's flags, shared by `kyb kubelet` and `kyb server`.
+#[derive(Debug, Args, Clone)]
+pub struct NodeArgs {
+    /// An existing CRI runtime (`unix:///run/containerd/containerd.sock`) instead of the
+    /// containerd the agent starts under the data dir.
+    #[arg(long, value_name = "ENDPOINT")]
+    pub container_runtime_endpoint: Option<String>,
+
+    /// The Node's name [default: the host name].
+    #[arg(long, value_name = "NAME")]
+    pub hostname_override: Option<String>,
+
+    /// The node's address (its InternalIP).
+    #[arg(long, value_name = "IP")]
+    pub node_ip: Option<IpAddr>,
+
+    /// A directory of static pod manifests (YAML or JSON, one pod per file), run by the
+    /// agent without the API server and mirrored into it.
+    #[arg(long, value_name = "DIR")]
+    pub pod_manifest_path: Option<PathBuf>,
 }

@@ -11,6 +11,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod cli;
 mod controller_manager;
 mod identities;
+mod image;
+mod kubelet;
 mod logging;
 mod scheduler;
 mod server;
@@ -29,6 +31,8 @@ fn main() -> std::process::ExitCode {
         cli::Command::Apiserver(args) => run_async(server::run(args, cli.data_dir, false)),
         cli::Command::Scheduler(args) => run_async(scheduler::run(args)),
         cli::Command::ControllerManager(args) => run_async(controller_manager::run(args)),
+        cli::Command::Kubelet(args) => run_async(kubelet::run(args, cli.data_dir)),
+        cli::Command::Image(args) => image::run(args, cli.data_dir),
     };
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -6,8 +6,9 @@
 //!    error. It is ready once its default objects exist and the admin's and components'
 //!    kubeconfigs are written (then `export KUBECONFIG=…` and "kyb server ready" are
 //!    printed, in that order);
-//! 2. with `kyb server`, the scheduler, then the controller manager, each a client of the
-//!    API with its own kubeconfig, restarted with backoff when it fails.
+//! 2. with `kyb server`, the scheduler, then the controller manager, then (as root,
+//!    unless `--disable-agent`) the node agent, each a client of the API with its own
+//!    kubeconfig, restarted with backoff when it fails.
 //!
 //! `/readyz` and `/livez` report each as `component/<name>`. SIGTERM or SIGINT stops them
 //! in reverse order — the controller manager, the scheduler, then the API server — after
@@ -152,6 +153,21 @@ pub async fn run(
             args.controller_manager_metrics_address,
             pki.ca_pem().to_string(),
         ));
+        if args.disable_agent {
+            tracing::info!("node agent disabled (--disable-agent): control plane only");
+        } else if !kyb_node_sys::privileges::is_root() {
+            tracing::warn!(
+                "running the control plane only: the node agent needs root (it runs \
+                 containers, mounts volumes and configures the network); start kyb server \
+                 as root for a working node, or pass --disable-agent to silence this"
+            );
+        } else {
+            supervisor.restartable(crate::kubelet::in_process(
+                crate::identities::kubeconfig(&data_dir, "kubelet"),
+                args.node.clone(),
+                data_dir.clone(),
+            ));
+        }
     }
     let outcome = supervisor.run(shutdown_signal()).await;
 
@@ -265,7 +281,7 @@ fn client_address(bind: IpAddr, actual: SocketAddr) -> SocketAddr {
 }
 
 /// `/var/lib/kyb` for root, `$XDG_DATA_HOME/kyb` (or `~/.local/share/kyb`) for anyone else.
-fn default_data_dir() -> anyhow::Result<PathBuf> {
+pub fn default_data_dir() -> anyhow::Result<PathBuf> {
     if kyb_node_sys::privileges::is_root() {
         return Ok(PathBuf::from("/var/lib/kyb"));
     }

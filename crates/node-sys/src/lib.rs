@@ -25,9 +25,14 @@
 //! - [`privileges`]: who the process runs as (`is_root`).
 //! - [`cgroup`]: the machine's cgroup version (v1 or v2) and the driver managing cgroups
 //!   (systemd or cgroupfs).
+//! - [`signals`]: signals to other processes (SIGTERM, SIGKILL).
+//! - [`machine`]: the machine's facts for the Node and eviction: memory, CPUs, huge pages,
+//!   file systems (`statvfs`), process IDs, machine/boot IDs, kernel and OS image.
 
 pub mod cgroup;
+pub mod machine;
 pub mod privileges;
+pub mod signals;
 
 #[cfg(test)]
 mod boundary;

@@ -1,11 +1,18 @@
 //! Helpers for tests and benchmarks: free loopback ports, temporary directories and a real
-//! etcd started as a child process (Debian's `etcd-server`), stopped when dropped.
+//! etcd started as a child process (Debian's `etcd-server`), stopped when dropped; for node
+//! tests (as root), network namespaces, a containerd and an image registry inside them.
 
+mod containerd;
 mod etcd;
+mod netns;
 mod process;
+mod registry;
 
+pub use containerd::{ContainerdFiles, TestContainerd, image_archive, images_dir, unmount_under};
 pub use etcd::EtcdServer;
+pub use netns::{NetNs, random_suffix};
 pub use process::Process;
+pub use registry::{REGISTRY_ADDRESS, TestRegistry};
 
 use std::net::TcpListener;
 

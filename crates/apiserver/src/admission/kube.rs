@@ -294,6 +294,41 @@ impl Plugin for Priority {
     }
 }
 
+/// RuntimeClass: a pod's `runtimeClassName` names a RuntimeClass that exists, whose
+/// overhead and scheduling constraints the pod gets.
+pub struct RuntimeClass;
+
+#[async_trait]
+impl Plugin for RuntimeClass {
+    fn name(&self) -> &'static str {
+        "RuntimeClass"
+    }
+
+    fn handles(&self, attributes: &Attributes<'_>) -> bool {
+        applies(attributes, kyb_admission::runtime_class::applies)
+    }
+
+    async fn admit(
+        &self,
+        context: &Context<'_>,
+        attributes: &Attributes<'_>,
+        object: Option<&mut Value>,
+    ) -> Result<(), Status> {
+        let Some(pod) = object else { return Ok(()) };
+        let class = kyb_admission::runtime_class::class_name(pod).and_then(|name| {
+            context
+                .engine
+                .cache
+                .objects_shared("node.k8s.io", "runtimeclasses", None)
+                .into_iter()
+                .find(|c| c.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
+        });
+        let named = serde_json::json!({"metadata": {"name": pod.pointer("/metadata/name")}});
+        kyb_admission::runtime_class::admit(pod, class.as_deref())
+            .map_err(|denial| refuse(attributes, Some(&named), &denial))
+    }
+}
+
 /// DefaultTolerationSeconds: pods tolerate a not-ready or unreachable node for 300 s.
 pub struct DefaultTolerationSeconds;
 

@@ -136,6 +136,7 @@ impl Chain {
                 Arc::new(kube::Priority),
                 Arc::new(kube::DefaultTolerationSeconds),
                 Arc::new(kube::DefaultStorageClass),
+                Arc::new(kube::RuntimeClass),
                 Arc::new(crate::certificates::admission::CertificateApproval),
                 Arc::new(crate::certificates::admission::CertificateSigning),
                 Arc::new(crate::certificates::admission::CertificateSubjectRestriction),

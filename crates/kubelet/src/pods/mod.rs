@@ -1,1 +1,104 @@
-//! (to be written)
+//! The pod workers: one task per pod bound to this node, driving the runtime towards the
+//! pod's spec (kubelet's `SyncPod`) and reporting its status, then terminating it
+//! gracefully when it is deleted.
+//!
+//! - [`runtime`]: a pod's sandboxes and containers as the runtime holds them.
+//! - [`worker`]: one pod's loop: sync, terminate, clean up.
+//! - [`start`]: creating a sandbox and starting a container.
+//! - [`kill`]: stopping containers (preStop, SIGTERM, SIGKILL after the grace period).
+//! - [`status`]: the pod status computed from the runtime.
+//! - [`status_manager`]: writing statuses to the API, deleting finished pods.
+//! - [`backoff`]: CrashLoopBackOff delays.
+//! - [`exec`]: commands in containers for probes and hooks (CRI `ExecSync`).
+//! - [`manager`]: the pods of this node from the API, a worker each; the runtime's events
+//!   (a relist every second, kubelet's PLEG) and probe results wake them.
+
+pub mod backoff;
+pub mod exec;
+pub mod kill;
+pub mod manager;
+pub mod runtime;
+pub mod start;
+pub mod status;
+pub mod status_manager;
+pub mod worker;
+
+use crate::cri::Cri;
+use crate::probes::ProbeManager;
+use crate::sources::Sources;
+use crate::volumes::VolumeManager;
+use k8s_openapi::api::core::v1::Pod;
+use kyb_runtime::events::{EventType, Recorder};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// What every pod worker shares.
+pub struct Shared {
+    pub cri: Cri,
+    pub client: kube::Client,
+    pub node_name: String,
+    /// The node's addresses (status.hostIPs, and host-network pods' IPs).
+    pub host_ips: Vec<String>,
+    /// `<root>/pods`: each pod's directory (volumes, termination-message files).
+    pub pods_dir: PathBuf,
+    /// `<root>/logs`: the containers' log files, `<ns>_<name>_<uid>/<container>/<n>.log`.
+    pub logs_dir: PathBuf,
+    /// The runtime's name, prefixing container IDs (`containerd`).
+    pub runtime_name: String,
+    pub volumes: VolumeManager,
+    pub probes: ProbeManager,
+    pub sources: Arc<dyn Sources>,
+    pub recorder: Recorder,
+    pub backoff: Mutex<backoff::Backoff>,
+    /// Pulls images as `imagePullPolicy` says, with back-off.
+    pub images: crate::images::ImagePuller,
+    pub status: status_manager::StatusManager,
+    /// This node's pods as the API has them (mirror pods included).
+    pub pods: Arc<kyb_runtime::informer::Informer<Pod>>,
+}
+
+impl Shared {
+    /// Records an event about `pod`, or one of its containers (`field_path`
+    /// `spec.containers{name}`).
+    pub fn event(
+        &self,
+        pod: &Pod,
+        field_path: Option<String>,
+        warning: bool,
+        reason: &str,
+        message: impl Into<String>,
+    ) {
+        let mut reference = kyb_runtime::events::reference(pod);
+        reference.field_path = field_path;
+        let type_ = if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        };
+        self.recorder.record(reference, type_, reason, message);
+    }
+}
+
+/// The event field path of a pod's container.
+pub fn field_path(pod: &Pod, container: &str) -> String {
+    let init = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.init_containers.as_ref())
+        .is_some_and(|list| list.iter().any(|c| c.name == container));
+    if init {
+        format!("spec.initContainers{{{container}}}")
+    } else {
+        format!("spec.containers{{{container}}}")
+    }
+}
+
+/// `<namespace>_<name>_<uid>`, the name of a pod's log directory.
+pub fn log_dir_name(pod: &Pod) -> String {
+    format!(
+        "{}_{}_{}",
+        pod.metadata.namespace.as_deref().unwrap_or_default(),
+        pod.metadata.name.as_deref().unwrap_or_default(),
+        pod.metadata.uid.as_deref().unwrap_or_default()
+    )
+}

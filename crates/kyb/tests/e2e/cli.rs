@@ -20,6 +20,7 @@ fn server(data_dir: &Path, extra: &[&str]) -> Process {
     command
         .args([
             "server",
+            "--disable-agent",
             "--bind-address",
             "127.0.0.1",
             "--port",

@@ -32,6 +32,7 @@ impl Cluster {
             .env_remove("RUST_LOG")
             .args([
                 "server",
+                "--disable-agent",
                 "--bind-address",
                 "127.0.0.1",
                 "--port",

@@ -26,7 +26,7 @@ fn taints(node: &Node) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn condition(node: &Node, kind: &str) -> Option<(String, String, String)> {
+pub(crate) fn condition(node: &Node, kind: &str) -> Option<(String, String, String)> {
     let c = node
         .status
         .as_ref()?

@@ -1,0 +1,297 @@
+//! Pod startup on one node, as `../shared/reference-figures.md` measured the real kubelet:
+//! a release `kyb server --disable-agent` and a separate `kyb kubelet` process (so the
+//! agent's memory and CPU are its own), on a containerd this benchmark starts inside a
+//! network namespace it creates (the pods' bridge and addresses live there), with the
+//! busybox and pause images imported. Each pod is timed from its create request to the
+//! watch event showing it Running: 10 pods one after another, then 30 and 100 created at
+//! once. Also the agent's RSS idle and with 100 pods, and its CPU per pod start.
+
+use crate::http::{admin_tls, connect, cpu_ms, follow_watch, kyb_binary, request, rss_mib};
+use crate::stats::{Latencies, ms};
+use bytes::Bytes;
+use kyb_kubelet::containerd::{self, ContainerdConfig};
+use kyb_testkit::{ContainerdFiles, NetNs, Process, TestContainerd};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const NAMESPACE: &str = "default";
+
+fn pod_body(name: &str) -> Bytes {
+    Bytes::from(
+        json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": {"bench": "pods"}},
+            "spec": {
+                "terminationGracePeriodSeconds": 1,
+                "containers": [{
+                    "name": "c",
+                    "image": kyb_kubelet::images::BUSYBOX_IMAGE,
+                    "command": ["sleep", "3600"],
+                }],
+            },
+        })
+        .to_string(),
+    )
+}
+
+/// When each pod was first seen Running, by name.
+type Seen = Arc<Mutex<HashMap<String, Instant>>>;
+
+fn watch_running(port: u16) -> (Seen, tokio::task::JoinHandle<anyhow::Result<()>>) {
+    let seen: Seen = Arc::default();
+    let record = seen.clone();
+    let task = tokio::spawn(async move {
+        let path = format!(
+            "/api/v1/namespaces/{NAMESPACE}/pods?watch=true&labelSelector=bench%3Dpods&timeoutSeconds=3600"
+        );
+        follow_watch(port, path, |event| {
+            let object = &event["object"];
+            if object["status"]["phase"] == "Running"
+                && let Some(name) = object["metadata"]["name"].as_str()
+                && let Ok(mut seen) = record.lock()
+            {
+                seen.entry(name.to_string()).or_insert_with(Instant::now);
+            }
+        })
+        .await
+    });
+    (seen, task)
+}
+
+async fn wait_until(
+    what: &str,
+    limit: Duration,
+    mut done: impl FnMut() -> bool,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        anyhow::ensure!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+/// Creates `names` at once (each on its own connection), returning when each create was sent.
+async fn create(port: u16, names: &[String]) -> anyhow::Result<HashMap<String, Instant>> {
+    let mut tasks = Vec::new();
+    for name in names {
+        let name = name.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut sender = connect(port).await?;
+            let sent = Instant::now();
+            let (status, body) = request(
+                &mut sender,
+                "POST",
+                &format!("/api/v1/namespaces/{NAMESPACE}/pods"),
+                pod_body(&name),
+            )
+            .await?;
+            anyhow::ensure!(status == 201, "creating {name}: {status} {body:?}");
+            Ok::<_, anyhow::Error>((name, sent))
+        }));
+    }
+    let mut sent = HashMap::new();
+    for task in tasks {
+        let (name, at) = task.await??;
+        sent.insert(name, at);
+    }
+    Ok(sent)
+}
+
+/// Deletes every benchmark pod and waits until the API has none left.
+async fn delete_all(port: u16) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let mut sender = connect(port).await?;
+    let (status, _) = request(
+        &mut sender,
+        "DELETE",
+        &format!("/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=bench%3Dpods"),
+        Bytes::new(),
+    )
+    .await?;
+    anyhow::ensure!(status == 200, "deleting the pods: {status}");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let (_, body) = request(
+            &mut sender,
+            "GET",
+            &format!("/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=bench%3Dpods"),
+            Bytes::new(),
+        )
+        .await?;
+        let list: Value = serde_json::from_slice(&body)?;
+        if list["items"].as_array().is_some_and(Vec::is_empty) {
+            return Ok(started.elapsed());
+        }
+        anyhow::ensure!(Instant::now() < deadline, "pods still there after 300 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn image_archive(name: &'static str) -> anyhow::Result<std::path::PathBuf> {
+    kyb_testkit::image_archive(name, || {
+        Ok(kyb_kubelet::images::build::build_named(name)?.bytes)
+    })
+}
+
+pub fn run(quick: bool) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        kyb_node_sys::privileges::is_root(),
+        "the pods benchmark runs containers: run it as root"
+    );
+    let dir = kyb_testkit::temp_dir("bench-pods")?;
+    let (server, port) = crate::http::start_server(dir.path(), &[])?;
+    admin_tls(dir.path())?;
+    let netns = NetNs::create()?;
+    let runtime = TestContainerd::start(&netns, |root| {
+        let config = ContainerdConfig::new(root.join("agent"));
+        containerd::write_config(&config)?;
+        containerd::write_cni_config(&config.cni_conf_dir, "10.42.0.0/16")?;
+        Ok(ContainerdFiles {
+            config_file: config.config_file(),
+            socket: config.socket_path(),
+        })
+    })?;
+    for image in ["pause", "busybox"] {
+        let archive = image_archive(image)?;
+        let archive = crate::http::path_str(&archive)?.to_string();
+        runtime.ctr(&["images", "import", &archive])?;
+    }
+    let kubelet = Process::spawn(
+        Command::new(kyb_binary())
+            .env_remove("RUST_LOG")
+            .arg("--data-dir")
+            .arg(dir.path())
+            .arg("kubelet")
+            .arg("--kubeconfig")
+            .arg(dir.path().join("components/kubelet.kubeconfig"))
+            .arg("--container-runtime-endpoint")
+            .arg(runtime.endpoint()),
+    )?;
+    let outcome = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(measure(port, kubelet.id(), quick));
+    drop(kubelet);
+    drop(runtime);
+    drop(netns);
+    drop(server);
+    outcome
+}
+
+async fn measure(port: u16, kubelet: u32, quick: bool) -> anyhow::Result<()> {
+    // The node Ready.
+    let mut sender = connect(port).await?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, body) = request(&mut sender, "GET", "/api/v1/nodes", Bytes::new()).await?;
+        let nodes: Value = serde_json::from_slice(&body)?;
+        let ready = nodes["items"].as_array().into_iter().flatten().any(|node| {
+            node["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        });
+        if ready {
+            break;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "the node did not become Ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // And the default service account, which pods need.
+    loop {
+        let (status, _) = request(
+            &mut sender,
+            "GET",
+            "/api/v1/namespaces/default/serviceaccounts/default",
+            Bytes::new(),
+        )
+        .await?;
+        if status == 200 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let idle_rss = rss_mib(kubelet);
+
+    let (seen, watch) = watch_running(port);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // One after another.
+    let one_by_one = if quick { 5 } else { 10 };
+    let mut singles = Vec::new();
+    for i in 0..one_by_one {
+        let name = format!("single-{i}");
+        let sent = create(port, std::slice::from_ref(&name)).await?;
+        wait_until(&name, Duration::from_secs(60), || {
+            seen.lock().map(|s| s.contains_key(&name)).unwrap_or(false)
+        })
+        .await?;
+        let running = seen.lock().map_err(|_| anyhow::anyhow!("lock"))?[&name];
+        singles.push(running - sent[&name]);
+    }
+    let singles = Latencies::new(singles);
+    let deleted_singles = delete_all(port).await?;
+
+    println!("\n## Pod startup on one node (create → Running seen by a watch, image present)\n");
+    println!("| pods | created | p50 | p99 | all Running | deleting all |");
+    println!("|---|---|---|---|---|---|");
+    println!(
+        "| {one_by_one} | one after another | {} | {} | — | {} |",
+        ms(singles.percentile(50.0)),
+        ms(singles.percentile(99.0)),
+        ms(deleted_singles)
+    );
+    let mut with_pods_rss = 0.0;
+    let mut cpu_per_pod = 0.0;
+    let batches: &[usize] = if quick { &[30] } else { &[30, 100] };
+    for &count in batches {
+        let names: Vec<String> = (0..count).map(|i| format!("batch{count}-{i}")).collect();
+        let cpu_before = cpu_ms(Some(kubelet));
+        let started = Instant::now();
+        let sent = create(port, &names).await?;
+        wait_until(
+            &format!("{count} pods Running"),
+            Duration::from_secs(300),
+            || {
+                seen.lock()
+                    .map(|s| names.iter().all(|n| s.contains_key(n)))
+                    .unwrap_or(false)
+            },
+        )
+        .await?;
+        let all = started.elapsed();
+        let cpu = cpu_ms(Some(kubelet)) - cpu_before;
+        let latencies = {
+            let seen = seen.lock().map_err(|_| anyhow::anyhow!("lock"))?;
+            Latencies::new(names.iter().map(|n| seen[n] - sent[n]).collect())
+        };
+        if count == *batches.last().unwrap_or(&count) {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            with_pods_rss = rss_mib(kubelet);
+            cpu_per_pod = cpu / count as f64;
+        }
+        let deleted = delete_all(port).await?;
+        println!(
+            "| {count} | at once | {} | {} | {} | {} |",
+            ms(latencies.percentile(50.0)),
+            ms(latencies.percentile(99.0)),
+            ms(all),
+            ms(deleted)
+        );
+    }
+    watch.abort();
+    let last = batches.last().copied().unwrap_or(0);
+    println!("\n| agent (`kyb kubelet`) | figure |");
+    println!("|---|---|");
+    println!("| RSS idle | {idle_rss:.1} MiB |");
+    println!("| RSS with {last} pods | {with_pods_rss:.1} MiB |");
+    println!("| CPU per pod start ({last} at once) | {cpu_per_pod:.1} ms |");
+    Ok(())
+}

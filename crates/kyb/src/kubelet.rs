@@ -1,0 +1,95 @@
+//! `kyb kubelet --kubeconfig …` (the node agent alone, an essential component: its
+//! failure ends the process), and the agent `kyb server` runs in-process with the node's
+//! identity (`<data-dir>/components/kubelet.kubeconfig`), restarted when it fails.
+
+use crate::cli::{KubeletArgs, NodeArgs};
+use anyhow::Context as _;
+use kyb_component::{Component, Context, Health, Supervisor};
+use std::path::PathBuf;
+
+/// The component's name (`component/kubelet` in `/readyz`).
+const NAME: &str = "kubelet";
+
+pub async fn run(args: KubeletArgs, data_dir: Option<PathBuf>) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        kyb_node_sys::privileges::is_root(),
+        "the node agent needs root (it runs containers, mounts volumes and configures the \\
+         network); run kyb kubelet as root"
+    );
+    let data_dir = data_dir.map_or_else(crate::server::default_data_dir, Ok)?;
+    let client = crate::scheduler::client(&args.kubeconfig).await?;
+    let config = config(&args.node, &data_dir);
+    let mut supervisor = Supervisor::new(Health::new());
+    let node = args.node.clone();
+    supervisor.essential(kyb_component::once(NAME, move |ctx| {
+        agent(client, config, node, ctx)
+    }));
+    Ok(supervisor.run(crate::server::shutdown_signal()).await?)
+}
+
+/// The agent's settings from its flags and the data dir.
+fn config(args: &NodeArgs, data_dir: &std::path::Path) -> kyb_kubelet::Config {
+    kyb_kubelet::Config {
+        node_name: args
+            .hostname_override
+            .clone()
+            .unwrap_or_else(crate::identities::node_name),
+        root_dir: data_dir.join("agent"),
+        container_runtime_endpoint: args.container_runtime_endpoint.clone(),
+        node_ip: args.node_ip,
+        pod_manifest_path: args.pod_manifest_path.clone(),
+    }
+}
+
+/// The agent `kyb server` runs in-process, as the node `system:node:<host name>`; each
+/// start reads `kubeconfig` again.
+pub fn in_process(kubeconfig: PathBuf, args: NodeArgs, data_dir: PathBuf) -> impl Component {
+    kyb_component::from_fn(NAME, move |ctx| {
+        let kubeconfig = kubeconfig.clone();
+        let args = args.clone();
+        let config = config(&args, &data_dir);
+        async move {
+            let client = crate::scheduler::client(&kubeconfig).await?;
+            agent(client, config, args, ctx).await
+        }
+    })
+}
+
+/// The pod network's addresses until the node has a `spec.podCIDR` of its own (issue 19
+/// brings the network from node IPAM).
+const DEFAULT_POD_CIDR: &str = "10.42.0.0/24";
+
+async fn agent(
+    client: kube::Client,
+    config: kyb_kubelet::Config,
+    args: NodeArgs,
+    ctx: Context,
+) -> anyhow::Result<()> {
+    use kyb_kubelet::containerd::{Containerd, ContainerdConfig, write_cni_config};
+    let cancel = ctx.token().clone();
+    // Our own containerd unless told to use another runtime; it is stopped with the agent
+    // (its containers keep running for the next start to find).
+    let (endpoint, supervised) = match args.container_runtime_endpoint.clone() {
+        Some(endpoint) => (endpoint, None),
+        None => {
+            let runtime = ContainerdConfig::new(&config.root_dir);
+            write_cni_config(&runtime.cni_conf_dir, DEFAULT_POD_CIDR)
+                .context("writing the CNI configuration")?;
+            let containerd = Containerd::start(runtime)
+                .await
+                .context("starting the node's containerd")?;
+            let endpoint = containerd.endpoint();
+            let stop = cancel.child_token();
+            let task = tokio::spawn(containerd.supervise(stop.clone().cancelled_owned()));
+            (endpoint, Some((stop, task)))
+        }
+    };
+    let outcome = kyb_kubelet::agent::run(config, client, &endpoint, || ctx.ready(), cancel)
+        .await
+        .context("running the node agent");
+    if let Some((stop, task)) = supervised {
+        stop.cancel();
+        let _ = task.await;
+    }
+    outcome
+}

@@ -1,0 +1,402 @@
+//! Pods really running: `kyb server` with its node agent on a real containerd, inside the
+//! test's own network namespace (see [`crate::node`]), driven by the real kubectl. Each
+//! test needs root (containers, network namespaces).
+
+use crate::node::{BUSYBOX, NodeCluster, condition, container_status, init_container_status};
+use serde_json::Value;
+
+fn state<'a>(status: &'a Value, which: &str) -> &'a Value {
+    &status["state"][which]
+}
+
+#[test]
+fn a_deployment_of_busybox_httpd_becomes_ready_and_answers_as_root() {
+    let cluster = NodeCluster::start();
+    // The README's first example.
+    cluster.kubectl_ok(&[
+        "create",
+        "deployment",
+        "web",
+        &format!("--image={BUSYBOX}"),
+        "--replicas=2",
+        "--",
+        "httpd",
+        "-f",
+        "-p",
+        "80",
+        "-h",
+        "/etc",
+    ]);
+    cluster.kubectl_ok(&[
+        "wait",
+        "--for=condition=Available",
+        "deployment/web",
+        "--timeout=90s",
+    ]);
+    let pods = cluster.get_json(&["pods", "-l", "app=web"]).unwrap();
+    let pods = pods["items"].as_array().unwrap();
+    assert_eq!(pods.len(), 2);
+    let mut ips = vec![];
+    for pod in pods {
+        let status = &pod["status"];
+        assert_eq!(status["phase"], "Running", "{pod}");
+        assert_eq!(condition(pod, "Ready"), Some("True"));
+        assert_eq!(condition(pod, "PodReadyToStartContainers"), Some("True"));
+        assert_eq!(condition(pod, "Initialized"), Some("True"));
+        assert_eq!(condition(pod, "ContainersReady"), Some("True"));
+        assert_eq!(condition(pod, "PodScheduled"), Some("True"));
+        assert_eq!(status["qosClass"], "BestEffort");
+        assert!(status["startTime"].is_string());
+        assert!(status["hostIP"].is_string());
+        let container = container_status(pod, "busybox").unwrap();
+        assert_eq!(container["ready"], true);
+        assert_eq!(container["started"], true);
+        assert_eq!(container["restartCount"], 0);
+        assert_eq!(container["image"], BUSYBOX);
+        assert!(
+            container["containerID"]
+                .as_str()
+                .unwrap()
+                .starts_with("containerd://")
+        );
+        assert!(container["imageID"].as_str().unwrap().contains("sha256:"));
+        assert!(state(container, "running")["startedAt"].is_string());
+        let ip = status["podIP"].as_str().unwrap().to_string();
+        assert!(ip.starts_with("10.42.0."), "{ip}");
+        ips.push(ip);
+    }
+    assert_ne!(ips[0], ips[1]);
+    // Each pod answers on its own address, from inside the test's namespace.
+    for (pod, ip) in pods.iter().zip(&ips) {
+        let name = pod["metadata"]["name"].as_str().unwrap();
+        let hostname = cluster
+            .http_get(ip, 80, "/hostname")
+            .unwrap_or_else(|| panic!("no answer from {ip}"));
+        assert_eq!(hostname.trim(), name);
+        let events = cluster.events(name);
+        for expected in [
+            format!("Pulled: Container image \"{BUSYBOX}\" already present on machine"),
+            "Created: Created container: busybox".to_string(),
+            "Started: Started container busybox".to_string(),
+        ] {
+            assert!(events.contains(&expected), "{expected:?} not in {events:?}");
+        }
+    }
+
+    // Scaled down: the deleted pod's container is stopped and its object removed.
+    cluster.kubectl_ok(&["scale", "deployment/web", "--replicas=1"]);
+    cluster.wait_for("one web pod left", crate::node::POD_WAIT, |cluster| {
+        let pods = cluster.get_json(&["pods", "-l", "app=web"])?;
+        (pods["items"].as_array()?.len() == 1).then_some(())
+    });
+    let running = cluster.containerd.ctr(&["tasks", "ls"]).unwrap();
+    let running = running.lines().filter(|l| l.contains("RUNNING")).count();
+    // One pod left: its sandbox (pause) and its container.
+    assert_eq!(running, 2, "{running}");
+}
+
+#[test]
+fn a_crashing_container_backs_off_with_growing_restart_counts_as_root() {
+    let cluster = NodeCluster::start();
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: crash}}
+spec:
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sh", "-c", "echo going down > /dev/termination-log; exit 3"]
+"#
+    ));
+    let pod = cluster.wait_for_pod("crash", "two restarts in CrashLoopBackOff", |pod| {
+        container_status(pod, "c").is_some_and(|c| {
+            c["restartCount"].as_i64() >= Some(2)
+                && state(c, "waiting")["reason"] == "CrashLoopBackOff"
+        })
+    });
+    let c = container_status(&pod, "c").unwrap();
+    let message = state(c, "waiting")["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("back-off 20s restarting failed container=c pod=crash_default("),
+        "{message}"
+    );
+    let last = &c["lastState"]["terminated"];
+    assert_eq!(last["exitCode"], 3);
+    assert_eq!(last["reason"], "Error");
+    assert_eq!(last["message"], "going down\n");
+    assert_eq!(pod["status"]["phase"], "Running");
+    assert_eq!(condition(&pod, "Ready"), Some("False"));
+    let events = cluster.events("crash");
+    assert!(
+        events.iter().any(|e| e
+            .starts_with("BackOff: Back-off restarting failed container c in pod crash_default(")),
+        "{events:?}"
+    );
+    // kubectl shows it as users know it.
+    let table = cluster.kubectl_ok(&["get", "pod", "crash"]);
+    assert!(table.contains("CrashLoopBackOff"), "{table}");
+}
+
+#[test]
+fn init_containers_run_in_order_then_sidecars_and_containers_as_root() {
+    let cluster = NodeCluster::start();
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: ordered}}
+spec:
+  initContainers:
+  - name: first
+    image: {BUSYBOX}
+    command: ["sleep", "1"]
+  - name: sidecar
+    image: {BUSYBOX}
+    restartPolicy: Always
+    command: ["sleep", "3600"]
+  - name: second
+    image: {BUSYBOX}
+    command: ["true"]
+  containers:
+  - name: main
+    image: {BUSYBOX}
+    command: ["sleep", "3600"]
+"#
+    ));
+    let pod = cluster.wait_for_pod("ordered", "Ready", |pod| {
+        condition(pod, "Ready") == Some("True")
+    });
+    let time = |status: &Value, state_: &str, field: &str| {
+        state(status, state_)[field]
+            .as_str()
+            .unwrap()
+            .parse::<jiff::Timestamp>()
+            .unwrap()
+    };
+    let first = init_container_status(&pod, "first").unwrap();
+    let sidecar = init_container_status(&pod, "sidecar").unwrap();
+    let second = init_container_status(&pod, "second").unwrap();
+    let main = container_status(&pod, "main").unwrap();
+    assert_eq!(state(first, "terminated")["reason"], "Completed");
+    assert_eq!(state(second, "terminated")["exitCode"], 0);
+    assert!(state(sidecar, "running").is_object(), "{sidecar}");
+    assert_eq!(sidecar["ready"], true);
+    assert!(time(first, "terminated", "finishedAt") <= time(sidecar, "running", "startedAt"));
+    assert!(time(sidecar, "running", "startedAt") <= time(second, "terminated", "startedAt"));
+    assert!(time(second, "terminated", "finishedAt") <= time(main, "running", "startedAt"));
+    assert_eq!(pod["status"]["phase"], "Running");
+}
+
+#[test]
+fn restart_policies_end_pods_in_their_phase_as_root() {
+    let cluster = NodeCluster::start();
+    for (name, policy, command) in [
+        ("succeeds", "Never", "exit 0"),
+        ("fails", "Never", "exit 7"),
+        (
+            "retries",
+            "OnFailure",
+            "test -f /tmp/ran && exit 0; touch /tmp/ran; exit 1",
+        ),
+    ] {
+        cluster.apply(&format!(
+            r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  restartPolicy: {policy}
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sh", "-c", "{command}"]
+"#
+        ));
+    }
+    let phase = |name: &str, phase: &'static str| {
+        cluster.wait_for_pod(name, phase, move |pod| pod["status"]["phase"] == phase)
+    };
+    let succeeded = phase("succeeds", "Succeeded");
+    assert_eq!(condition(&succeeded, "Ready"), Some("False"));
+    let failed = phase("fails", "Failed");
+    assert_eq!(
+        state(container_status(&failed, "c").unwrap(), "terminated")["exitCode"],
+        7
+    );
+    // OnFailure: restarted once in the same pod (its /tmp survives? no: a new container
+    // has a fresh file system), so it fails again and keeps being restarted.
+    let retried = cluster.wait_for_pod("retries", "restarted", |pod| {
+        container_status(pod, "c").is_some_and(|c| c["restartCount"].as_i64() >= Some(1))
+    });
+    assert_eq!(retried["status"]["phase"], "Running");
+    let table = cluster.kubectl_ok(&["get", "pods"]);
+    assert!(table.contains("Completed"), "{table}");
+    assert!(table.contains("Error"), "{table}");
+}
+
+#[test]
+fn an_image_that_does_not_exist_fails_to_pull_then_backs_off_as_root() {
+    let cluster = NodeCluster::start();
+    cluster.apply(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: missing}
+spec:
+  containers:
+  - name: c
+    image: kyb.local/does-not-exist:1.0
+"#,
+    );
+    let pod = cluster.wait_for_pod("missing", "ErrImagePull", |pod| {
+        container_status(pod, "c").is_some_and(|c| state(c, "waiting")["reason"] == "ErrImagePull")
+    });
+    let message = state(container_status(&pod, "c").unwrap(), "waiting")["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("kyb.local/does-not-exist:1.0"),
+        "{message}"
+    );
+    cluster.wait_for_pod("missing", "ImagePullBackOff", |pod| {
+        container_status(pod, "c")
+            .is_some_and(|c| state(c, "waiting")["reason"] == "ImagePullBackOff")
+    });
+    let events = cluster.events("missing");
+    assert!(
+        events.iter().any(|e| e.starts_with("Failed: ")),
+        "{events:?}"
+    );
+}
+
+#[test]
+fn a_restarted_server_finds_its_pods_and_restarts_nothing_as_root() {
+    let mut cluster = NodeCluster::start();
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: survivor}}
+spec:
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["httpd", "-f", "-p", "8080", "-h", "/etc"]
+"#
+    ));
+    let before = cluster.wait_for_pod("survivor", "Ready", |pod| {
+        condition(pod, "Ready") == Some("True")
+    });
+    let id = container_status(&before, "c").unwrap()["containerID"].clone();
+    let ip = before["status"]["podIP"].as_str().unwrap().to_string();
+    cluster.stop_server();
+    // The container keeps serving while kyb is down.
+    assert!(cluster.http_get(&ip, 8080, "/hostname").is_some());
+    cluster.start_server(&[]);
+    let after = cluster.wait_for_pod("survivor", "Ready again", |pod| {
+        condition(pod, "Ready") == Some("True")
+    });
+    let c = container_status(&after, "c").unwrap();
+    assert_eq!(c["containerID"], id);
+    assert_eq!(c["restartCount"], 0);
+    assert_eq!(after["status"]["podIP"], before["status"]["podIP"]);
+    let tasks = cluster.containerd.ctr(&["tasks", "ls"]).unwrap();
+    assert_eq!(
+        tasks.lines().filter(|l| l.contains("RUNNING")).count(),
+        2,
+        "{tasks}"
+    );
+}
+
+#[test]
+fn deletion_stops_containers_within_the_grace_period_and_removes_the_pod_as_root() {
+    let cluster = NodeCluster::start();
+    // A container that ignores SIGTERM is killed once its 3 s grace period has passed.
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: stubborn}}
+spec:
+  terminationGracePeriodSeconds: 3
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"]
+"#
+    ));
+    cluster.wait_for_pod("stubborn", "Ready", |pod| {
+        condition(pod, "Ready") == Some("True")
+    });
+    let started = std::time::Instant::now();
+    cluster.kubectl_ok(&["delete", "pod", "stubborn", "--wait=true"]);
+    let took = started.elapsed();
+    assert!(took >= std::time::Duration::from_secs(3), "{took:?}");
+    assert!(took < std::time::Duration::from_secs(20), "{took:?}");
+    let events = cluster.events("stubborn");
+    assert!(
+        events.contains(&"Killing: Stopping container c".to_string()),
+        "{events:?}"
+    );
+    let tasks = cluster.containerd.ctr(&["tasks", "ls"]).unwrap();
+    assert_eq!(
+        tasks.lines().filter(|l| l.contains("RUNNING")).count(),
+        0,
+        "{tasks}"
+    );
+}
+
+#[test]
+fn a_static_pod_runs_from_its_manifest_with_a_mirror_pod_as_root() {
+    let manifests = kyb_testkit::temp_dir("manifests").unwrap();
+    let manifest = manifests.path().join("web.yaml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: static-web\nspec:\n  containers:\n  - name: web\n    image: {BUSYBOX}\n    command: [\"httpd\", \"-f\", \"-p\", \"80\", \"-h\", \"/etc\"]\n"
+        ),
+    )
+    .unwrap();
+    let cluster =
+        NodeCluster::start_with(&["--pod-manifest-path", manifests.path().to_str().unwrap()]);
+    let name = format!("static-web-{}", cluster.node_name);
+    let mirror = cluster.wait_for_pod(&name, "its mirror pod Running and Ready", |pod| {
+        condition(pod, "Ready") == Some("True")
+    });
+    let annotations = &mirror["metadata"]["annotations"];
+    assert_eq!(annotations["kubernetes.io/config.source"], "file");
+    assert!(annotations["kubernetes.io/config.mirror"].is_string());
+    assert_eq!(mirror["metadata"]["ownerReferences"][0]["kind"], "Node");
+    let ip = mirror["status"]["podIP"].as_str().unwrap().to_string();
+    assert_eq!(
+        cluster
+            .http_get(&ip, 80, "/hostname")
+            .map(|h| h.trim().to_string()),
+        Some(name.clone())
+    );
+    // Deleting the mirror pod does not stop the static pod: the mirror comes back.
+    let uid = mirror["metadata"]["uid"].clone();
+    cluster.kubectl_ok(&["delete", "pod", &name, "--wait=false"]);
+    cluster.wait_for_pod(&name, "a new mirror pod", |pod| {
+        pod["metadata"]["uid"] != uid && condition(pod, "Ready") == Some("True")
+    });
+    assert!(cluster.http_get(&ip, 80, "/hostname").is_some());
+    // Removing the manifest stops the pod and deletes its mirror.
+    std::fs::remove_file(&manifest).unwrap();
+    cluster.wait_for(
+        "the mirror pod deleted",
+        std::time::Duration::from_secs(90),
+        |cluster| cluster.pod(&name).is_none().then_some(()),
+    );
+    cluster.wait_for(
+        "the static pod stopped",
+        std::time::Duration::from_secs(60),
+        |cluster| {
+            let tasks = cluster.containerd.ctr(&["tasks", "ls"]).ok()?;
+            (!tasks.lines().any(|l| l.contains("RUNNING"))).then_some(())
+        },
+    );
+}
