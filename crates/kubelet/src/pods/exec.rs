@@ -1,7 +1,7 @@
 //! Commands run in containers for probes and hooks, through CRI `ExecSync`.
 
 use crate::cri::Cri;
-use crate::probes::{Exec, ExecOutput};
+use crate::probes::{Exec, ExecError, ExecOutput};
 use async_trait::async_trait;
 use k8s_cri::v1 as cri;
 use std::time::Duration;
@@ -18,7 +18,7 @@ impl Exec for CriExec {
         container_id: &str,
         command: Vec<String>,
         timeout: Duration,
-    ) -> Result<ExecOutput, String> {
+    ) -> Result<ExecOutput, ExecError> {
         let request = cri::ExecSyncRequest {
             container_id: container_id.to_string(),
             cmd: command,
@@ -36,8 +36,11 @@ impl Exec for CriExec {
                     stderr: response.stderr,
                 })
             }
-            Ok(Err(status)) => Err(status.message().to_string()),
-            Err(_) => Err(format!("command timed out after {}s", timeout.as_secs())),
+            Ok(Err(status)) if status.code() == tonic::Code::DeadlineExceeded => {
+                Err(ExecError::TimedOut)
+            }
+            Ok(Err(status)) => Err(ExecError::Failed(status.message().to_string())),
+            Err(_) => Err(ExecError::TimedOut),
         }
     }
 }

@@ -71,6 +71,7 @@ pub async fn kill_container(
                 .and_then(|ip| ip.parse().ok()),
             container_id: instance.id.clone(),
             container: container.clone(),
+            pod: crate::probes::format_pod(pod),
         };
         let exec = CriExec {
             cri: shared.cri.clone(),

@@ -344,6 +344,7 @@ pub async fn start_container(
             pod_ip,
             container_id: id.clone(),
             container: container.clone(),
+            pod: crate::probes::format_pod(pod),
         };
         let exec = CriExec {
             cri: shared.cri.clone(),

@@ -187,6 +187,27 @@ impl Worker {
     fn status(&self, pod: &Pod, runtime: &PodRuntime) -> PodStatus {
         let probes = &self.shared.probes;
         let uid = self.uid.clone();
+        // The probes follow the containers the runtime reports, also those an earlier
+        // agent started (the same instance again changes nothing).
+        let pod_ip = runtime
+            .sandbox()
+            .and_then(|s| s.ips.first())
+            .and_then(|ip| ip.parse().ok());
+        let (init, regular) = spec_containers(pod);
+        for container in init.iter().chain(&regular) {
+            match runtime.latest(&container.name) {
+                Some(i) if i.state == State::Running => {
+                    let age =
+                        Duration::from_nanos(now_ns().saturating_sub(i.started_at).max(0) as u64);
+                    let started_at = std::time::Instant::now()
+                        .checked_sub(age)
+                        .unwrap_or_else(std::time::Instant::now);
+                    probes.container_started(pod, &container.name, &i.id, started_at, pod_ip);
+                }
+                Some(_) => probes.container_stopped(&uid, &container.name),
+                None => {}
+            }
+        }
         let ready = |name: &str| probes.readiness(&uid, name);
         let started = |name: &str| probes.started(&uid, name);
         generate(
@@ -303,7 +324,12 @@ impl Worker {
         };
 
         // Liveness failures restart their containers.
-        for (name, message) in self.shared.probes.take_failed_liveness(&self.uid) {
+        for crate::probes::FailedProbe {
+            container: name,
+            message,
+            ..
+        } in self.shared.probes.take_failed_liveness(&self.uid)
+        {
             if let Some(instance) = runtime.latest(&name).filter(|i| i.state == State::Running) {
                 kill_container(
                     &self.shared,
