@@ -179,6 +179,19 @@ async fn the_node_registers_reports_its_status_and_renews_its_lease() {
         not_ready.2,
         "container runtime not ready: RuntimeReady=false reason:ContainerdDown message:stopped by the test"
     );
+    let admin = crate::client::client(&cluster).await;
+    wait_for("the NodeNotReady event", || async {
+        let events = crate::poll::events_of(&admin, name).await;
+        let wanted = (
+            "NodeNotReady".to_string(),
+            format!("Node {name} status is now: NodeNotReady"),
+        );
+        let registered = events
+            .iter()
+            .any(|(reason, _)| reason == "NodeHasSufficientMemory");
+        (registered && events.contains(&wanted)).then_some(())
+    })
+    .await;
     runtime.ready.store(true, Ordering::SeqCst);
     wait_for("the node to be Ready again", || async {
         let node = nodes.get(name).await.ok()?;
@@ -199,7 +212,7 @@ async fn the_node_registers_reports_its_status_and_renews_its_lease() {
     static_pods::sync_mirror_pod(&client, &static_pod, None, &node)
         .await
         .unwrap();
-    let admin: Api<Pod> = Api::namespaced(crate::client::client(&cluster).await, "default");
+    let admin: Api<Pod> = Api::namespaced(admin, "default");
     let mirror = admin.get(&format!("web-{name}")).await.unwrap();
     assert!(static_pods::is_mirror_of(&mirror, &static_pod));
     let listed = static_pods::mirror_pods(&client, name).await.unwrap();
