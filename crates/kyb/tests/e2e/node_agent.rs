@@ -121,6 +121,12 @@ async fn the_node_registers_reports_its_status_and_renews_its_lease() {
     assert_eq!(addresses[0].address, "10.11.12.13");
     assert_eq!(addresses[1].type_, "Hostname");
 
+    // The Lease exists (renewed concurrently with the status) before describe shows it.
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
+    let first = wait_for("the node lease", || async {
+        leases.get_opt(name).await.ok().flatten()
+    })
+    .await;
     let shown = cluster.kubectl_ok(&["get", "node", name]);
     assert!(
         shown.contains("Ready") && shown.contains("v1.33.0"),
@@ -148,8 +154,6 @@ async fn the_node_registers_reports_its_status_and_renews_its_lease() {
     }
 
     // The Lease is renewed, owned by the Node.
-    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
-    let first = leases.get(name).await.unwrap();
     let owner = &first.metadata.owner_references.clone().unwrap()[0];
     assert_eq!(
         (owner.kind.as_str(), owner.uid.as_str()),
