@@ -165,12 +165,18 @@ impl NodeAgent {
         let mut delay = Duration::from_millis(100);
         let mut node = loop {
             runtime.check(self.runtime.as_ref()).await;
-            let status = self
+            let (status, events) = self
                 .status(&NodeStatus::default(), &runtime.health(pods_ready()))
                 .await;
-            let initial = register::initial_node(&self.options, status.0);
+            let initial = register::initial_node(&self.options, status);
             match register::try_register(&nodes, &initial).await {
-                Ok(node) => break node,
+                Ok(node) => {
+                    // The kubelet records its conditions' first states at registration.
+                    for event in events {
+                        self.record_event(event).await;
+                    }
+                    break node;
+                }
                 Err(e) => {
                     tracing::warn!(node = %self.options.node_name, error = %format!("{e:#}"), "registering the node")
                 }

@@ -279,6 +279,49 @@ pub fn message(
     message
 }
 
+/// The eviction manager's pod admission (the kubelet's `Admit`): under pressure a new pod
+/// is refused with reason [`REASON`] and `The node had condition: [MemoryPressure]. `,
+/// except a critical pod, or, under memory pressure alone, a pod that is not BestEffort
+/// or tolerates the `node.kubernetes.io/memory-pressure` taint.
+pub fn admit(pod: &Pod, pressure: Pressure) -> Result<(), String> {
+    let conditions: Vec<&str> = [
+        (pressure.memory, "MemoryPressure"),
+        (pressure.disk, "DiskPressure"),
+        (pressure.pid, "PIDPressure"),
+    ]
+    .into_iter()
+    .filter_map(|(on, name)| on.then_some(name))
+    .collect();
+    if conditions.is_empty() || is_critical(pod) {
+        return Ok(());
+    }
+    if conditions == ["MemoryPressure"] {
+        let best_effort = pod.spec.as_ref().is_none_or(|spec| {
+            let spec = serde_json::to_value(spec).unwrap_or_default();
+            kyb_component_helpers::qos::compute_pod_qos_json(&spec) == "BestEffort"
+        });
+        let taint = k8s_openapi::api::core::v1::Taint {
+            key: "node.kubernetes.io/memory-pressure".to_string(),
+            effect: "NoSchedule".to_string(),
+            ..Default::default()
+        };
+        let tolerations = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.tolerations.as_deref())
+            .unwrap_or_default();
+        if !best_effort
+            || kyb_component_helpers::tolerations::tolerations_tolerate(tolerations, &taint)
+        {
+            return Ok(());
+        }
+    }
+    Err(format!(
+        "The node had condition: [{}]. ",
+        conditions.join(" ")
+    ))
+}
+
 /// What the eviction manager reads: the running pods and their usage (the pod workers
 /// and the runtime's stats; the agent's wiring implements it).
 #[async_trait]
@@ -640,6 +683,43 @@ mod tests {
             "{}",
             killed[0].1
         );
+    }
+
+    #[test]
+    fn admission_under_pressure_is_the_kubelet_s() {
+        let best_effort = pod("be", 0, &[]);
+        let burstable = pod("b", 0, &[("memory", "10Mi")]);
+        let memory = Pressure {
+            memory: true,
+            ..Default::default()
+        };
+        assert_eq!(admit(&best_effort, Pressure::default()), Ok(()));
+        assert_eq!(
+            admit(&best_effort, memory).unwrap_err(),
+            "The node had condition: [MemoryPressure]. "
+        );
+        assert_eq!(admit(&burstable, memory), Ok(()));
+        let mut tolerant = (*best_effort).clone();
+        tolerant.spec.as_mut().unwrap().tolerations =
+            Some(vec![k8s_openapi::api::core::v1::Toleration {
+                key: Some("node.kubernetes.io/memory-pressure".into()),
+                operator: Some("Exists".into()),
+                effect: Some("NoSchedule".into()),
+                ..Default::default()
+            }]);
+        assert_eq!(admit(&tolerant, memory), Ok(()));
+        let both = Pressure {
+            memory: true,
+            disk: true,
+            pid: false,
+        };
+        assert_eq!(
+            admit(&burstable, both).unwrap_err(),
+            "The node had condition: [MemoryPressure DiskPressure]. "
+        );
+        let mut critical = (*burstable).clone();
+        critical.spec.as_mut().unwrap().priority = Some(2_000_001_000);
+        assert_eq!(admit(&critical, both), Ok(()));
     }
 
     /// Frees disk when asked, as GC would.

@@ -121,6 +121,12 @@ async fn the_node_registers_reports_its_status_and_renews_its_lease() {
     assert_eq!(addresses[0].address, "10.11.12.13");
     assert_eq!(addresses[1].type_, "Hostname");
 
+    // The Lease exists (renewed concurrently with the status) before describe shows it.
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
+    let first = wait_for("the node lease", || async {
+        leases.get_opt(name).await.ok().flatten()
+    })
+    .await;
     let shown = cluster.kubectl_ok(&["get", "node", name]);
     assert!(
         shown.contains("Ready") && shown.contains("v1.33.0"),
@@ -148,8 +154,6 @@ async fn the_node_registers_reports_its_status_and_renews_its_lease() {
     }
 
     // The Lease is renewed, owned by the Node.
-    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-node-lease");
-    let first = leases.get(name).await.unwrap();
     let owner = &first.metadata.owner_references.clone().unwrap()[0];
     assert_eq!(
         (owner.kind.as_str(), owner.uid.as_str()),
@@ -179,6 +183,19 @@ async fn the_node_registers_reports_its_status_and_renews_its_lease() {
         not_ready.2,
         "container runtime not ready: RuntimeReady=false reason:ContainerdDown message:stopped by the test"
     );
+    let admin = crate::client::client(&cluster).await;
+    wait_for("the NodeNotReady event", || async {
+        let events = crate::poll::events_of(&admin, name).await;
+        let wanted = (
+            "NodeNotReady".to_string(),
+            format!("Node {name} status is now: NodeNotReady"),
+        );
+        let registered = events
+            .iter()
+            .any(|(reason, _)| reason == "NodeHasSufficientMemory");
+        (registered && events.contains(&wanted)).then_some(())
+    })
+    .await;
     runtime.ready.store(true, Ordering::SeqCst);
     wait_for("the node to be Ready again", || async {
         let node = nodes.get(name).await.ok()?;
@@ -199,7 +216,7 @@ async fn the_node_registers_reports_its_status_and_renews_its_lease() {
     static_pods::sync_mirror_pod(&client, &static_pod, None, &node)
         .await
         .unwrap();
-    let admin: Api<Pod> = Api::namespaced(crate::client::client(&cluster).await, "default");
+    let admin: Api<Pod> = Api::namespaced(admin, "default");
     let mirror = admin.get(&format!("web-{name}")).await.unwrap();
     assert!(static_pods::is_mirror_of(&mirror, &static_pod));
     let listed = static_pods::mirror_pods(&client, name).await.unwrap();
