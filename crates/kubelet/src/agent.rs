@@ -70,7 +70,7 @@ pub async fn run(
     let pods = manager::informer(&informers, &config.node_name);
     let sources: Arc<dyn Sources> = Arc::new(ApiSources::new(client.clone(), &informers));
     let recorder = kyb_runtime::events::Recorder::new(client.clone(), "kubelet");
-    let exec = Arc::new(crate::pods::exec::CriExec { cri: cri.clone() });
+    let exec = Arc::new(crate::probes::CriExec::new(cri.runtime.clone()));
     let probes = ProbeManager::new(
         exec,
         Arc::new(ProbeRecorder {

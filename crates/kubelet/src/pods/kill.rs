@@ -4,8 +4,8 @@
 //! the pod's sandboxes.
 
 use super::Shared;
-use super::exec::CriExec;
 use super::runtime::{Instance, PodRuntime, State};
+use crate::probes::CriExec;
 use crate::probes::Target;
 use k8s_cri::v1 as cri;
 use k8s_openapi::api::core::v1::{Container, Pod};
@@ -73,9 +73,7 @@ pub async fn kill_container(
             container: container.clone(),
             pod: crate::probes::format_pod(pod),
         };
-        let exec = CriExec {
-            cri: shared.cri.clone(),
-        };
+        let exec = CriExec::new(shared.cri.runtime.clone());
         let hook = crate::probes::run_hook(pre_stop, &target, &exec, grace);
         match tokio::time::timeout(grace, hook).await {
             Ok(Ok(())) => {}
@@ -84,7 +82,7 @@ pub async fn kill_container(
                 Some(super::field_path(pod, name)),
                 true,
                 "FailedPreStopHook",
-                format!("PreStopHook failed: {message}"),
+                message,
             ),
             Err(_) => shared.event(
                 pod,

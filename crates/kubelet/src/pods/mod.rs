@@ -9,12 +9,10 @@
 //! - [`status`]: the pod status computed from the runtime.
 //! - [`status_manager`]: writing statuses to the API, deleting finished pods.
 //! - [`backoff`]: CrashLoopBackOff delays.
-//! - [`exec`]: commands in containers for probes and hooks (CRI `ExecSync`).
 //! - [`manager`]: the pods of this node from the API, a worker each; the runtime's events
 //!   (a relist every second, kubelet's PLEG) and probe results wake them.
 
 pub mod backoff;
-pub mod exec;
 pub mod kill;
 pub mod manager;
 pub mod runtime;

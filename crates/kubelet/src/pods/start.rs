@@ -3,9 +3,9 @@
 //! waiting reasons a failure leaves (`ErrImagePull`, `CreateContainerConfigError`, ...).
 
 use super::Shared;
-use super::exec::CriExec;
 use super::status::Waiting;
 use crate::container::{ContainerFiles, ContainerKind, ImageInfo};
+use crate::probes::CriExec;
 use crate::probes::Target;
 use crate::volumes::MountedVolumes;
 use k8s_cri::v1 as cri;
@@ -346,9 +346,7 @@ pub async fn start_container(
             container: container.clone(),
             pod: crate::probes::format_pod(pod),
         };
-        let exec = CriExec {
-            cri: shared.cri.clone(),
-        };
+        let exec = CriExec::new(shared.cri.runtime.clone());
         let timeout = std::time::Duration::from_secs(grace.max(1) as u64);
         if let Err(message) = crate::probes::run_hook(post_start, &target, &exec, timeout).await {
             shared.event(
@@ -356,7 +354,7 @@ pub async fn start_container(
                 field.clone(),
                 true,
                 "FailedPostStartHook",
-                format!("PostStartHook failed: {message}"),
+                "PostStartHook failed",
             );
             let _ = runtime
                 .stop_container(cri::StopContainerRequest {

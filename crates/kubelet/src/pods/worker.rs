@@ -327,19 +327,16 @@ impl Worker {
         for crate::probes::FailedProbe {
             container: name,
             message,
+            grace_period_seconds,
             ..
         } in self.shared.probes.take_failed_liveness(&self.uid)
         {
             if let Some(instance) = runtime.latest(&name).filter(|i| i.state == State::Running) {
-                kill_container(
-                    &self.shared,
-                    pod,
-                    &runtime,
-                    instance,
-                    grace_period(pod),
-                    Some(message),
-                )
-                .await;
+                // The probe's own terminationGracePeriodSeconds, else the pod's.
+                let grace = grace_period_seconds
+                    .map(|s| Duration::from_secs(s.max(0) as u64))
+                    .unwrap_or_else(|| grace_period(pod));
+                kill_container(&self.shared, pod, &runtime, instance, grace, Some(message)).await;
             }
         }
 

@@ -534,3 +534,250 @@ spec:
         pod["status"]["phase"] == "Running"
     });
 }
+
+/// A directory on the host that the test's pods mount (hostPath), so the test can change
+/// what their probes see.
+fn shared_dir() -> tempfile::TempDir {
+    let dir = kyb_testkit::temp_dir("pod-files").unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn probes_fail_and_recover_and_liveness_restarts_as_root() {
+    let cluster = NodeCluster::start();
+    let files = shared_dir();
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: probed}}
+spec:
+  containers:
+  - name: web
+    image: {BUSYBOX}
+    command: ["httpd", "-f", "-p", "80", "-h", "/www"]
+    readinessProbe:
+      httpGet: {{path: /ready, port: 80}}
+      periodSeconds: 1
+      failureThreshold: 1
+    livenessProbe:
+      exec: {{command: ["sh", "-c", "test ! -f /www/dead"]}}
+      periodSeconds: 1
+      failureThreshold: 2
+    volumeMounts:
+    - {{name: www, mountPath: /www}}
+  - name: late
+    image: {BUSYBOX}
+    command: ["sh", "-c", "sleep 4; exec httpd -f -p 8081 -h /www"]
+    readinessProbe:
+      tcpSocket: {{port: 8081}}
+      periodSeconds: 1
+      failureThreshold: 1
+    volumeMounts:
+    - {{name: www, mountPath: /www}}
+  volumes:
+  - name: www
+    hostPath: {{path: {}, type: Directory}}
+"#,
+        files.path().display()
+    ));
+    // httpGet fails (404) until /ready exists; tcpSocket until the late server listens.
+    cluster.wait_for(
+        "a failed readiness probe",
+        crate::node::POD_WAIT,
+        |cluster| {
+            cluster.events("probed").into_iter().find(|e| {
+                e == "Unhealthy: Readiness probe failed: HTTP probe failed with statuscode: 404"
+            })
+        },
+    );
+    let pod = cluster.pod("probed").unwrap();
+    assert_eq!(condition(&pod, "Ready"), Some("False"));
+    let web = container_status(&pod, "web").unwrap();
+    assert!(state(web, "running").is_object(), "{web}");
+    assert_eq!(web["ready"], false);
+    std::fs::write(files.path().join("ready"), "ok").unwrap();
+    cluster.wait_for_pod("probed", "Ready", |pod| {
+        condition(pod, "Ready") == Some("True")
+    });
+    // The readiness probe fails again: the pod leaves Ready (and its endpoints).
+    std::fs::remove_file(files.path().join("ready")).unwrap();
+    cluster.wait_for_pod("probed", "not Ready again", |pod| {
+        condition(pod, "Ready") == Some("False")
+    });
+    std::fs::write(files.path().join("ready"), "ok").unwrap();
+    // Liveness fails twice in a row: the container is restarted.
+    std::fs::write(files.path().join("dead"), "x").unwrap();
+    let restarted = cluster.wait_for_pod("probed", "web restarted", |pod| {
+        container_status(pod, "web").is_some_and(|c| c["restartCount"] == 1)
+    });
+    std::fs::remove_file(files.path().join("dead")).unwrap();
+    let last = &container_status(&restarted, "web").unwrap()["lastState"]["terminated"];
+    assert!(last.is_object(), "{restarted}");
+    // It recovers and stays: Ready with one restart.
+    let pod = cluster.wait_for_pod("probed", "Ready after the restart", |pod| {
+        condition(pod, "Ready") == Some("True")
+    });
+    assert_eq!(container_status(&pod, "web").unwrap()["restartCount"], 1);
+    assert_eq!(container_status(&pod, "late").unwrap()["restartCount"], 0);
+
+    // The kill is an event (on a fresh pod: the readiness failures above used up the
+    // event spam filter's tokens for that one, as they would in Kubernetes).
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: doomed}}
+spec:
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sleep", "3600"]
+    livenessProbe:
+      exec: {{command: ["false"]}}
+      initialDelaySeconds: 1
+      periodSeconds: 1
+      failureThreshold: 1
+"#
+    ));
+    cluster.wait_for(
+        "the liveness kill's events",
+        crate::node::POD_WAIT,
+        |cluster| {
+            let events = cluster.events("doomed");
+            (events.contains(
+                &"Killing: Container c failed liveness probe, will be restarted".to_string(),
+            ) && events.contains(&"Unhealthy: Liveness probe failed: ".to_string()))
+            .then_some(())
+        },
+    );
+}
+
+#[test]
+fn a_startup_probe_holds_liveness_and_readiness_until_it_passes_as_root() {
+    let cluster = NodeCluster::start();
+    let files = shared_dir();
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: slow}}
+spec:
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: ["sleep", "3600"]
+    startupProbe:
+      exec: {{command: ["test", "-f", "/files/started"]}}
+      periodSeconds: 1
+      failureThreshold: 60
+    livenessProbe:
+      exec: {{command: ["false"]}}
+      periodSeconds: 1
+      failureThreshold: 100
+    volumeMounts:
+    - {{name: files, mountPath: /files}}
+  volumes:
+  - name: files
+    hostPath: {{path: {}, type: Directory}}
+"#,
+        files.path().display()
+    ));
+    cluster.wait_for("a failed startup probe", crate::node::POD_WAIT, |cluster| {
+        cluster
+            .events("slow")
+            .into_iter()
+            .find(|e| e.starts_with("Unhealthy: Startup probe failed"))
+    });
+    let pod = cluster.pod("slow").unwrap();
+    let app = container_status(&pod, "app").unwrap();
+    assert_eq!(app["started"], false);
+    assert_eq!(app["ready"], false);
+    // Liveness does not run before the container has started.
+    assert!(
+        !cluster
+            .events("slow")
+            .iter()
+            .any(|e| e.starts_with("Unhealthy: Liveness")),
+    );
+    std::fs::write(files.path().join("started"), "").unwrap();
+    let pod = cluster.wait_for_pod("slow", "started and Ready", |pod| {
+        condition(pod, "Ready") == Some("True")
+    });
+    assert_eq!(container_status(&pod, "app").unwrap()["started"], true);
+}
+
+#[test]
+fn graceful_deletion_runs_pre_stop_then_sigterm_as_root() {
+    let cluster = NodeCluster::start();
+    let files = shared_dir();
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: polite}}
+spec:
+  terminationGracePeriodSeconds: 20
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sh", "-c", "trap 'echo term >> /files/log; exit 0' TERM; echo started >> /files/log; while true; do sleep 1; done"]
+    lifecycle:
+      postStart:
+        exec: {{command: ["sh", "-c", "echo post-start >> /files/hooks"]}}
+      preStop:
+        exec: {{command: ["sh", "-c", "echo pre-stop >> /files/log"]}}
+    volumeMounts:
+    - {{name: files, mountPath: /files}}
+  volumes:
+  - name: files
+    hostPath: {{path: {}, type: Directory}}
+"#,
+        files.path().display()
+    ));
+    cluster.wait_for_pod("polite", "Ready", |pod| {
+        condition(pod, "Ready") == Some("True")
+    });
+    assert_eq!(
+        std::fs::read_to_string(files.path().join("hooks")).unwrap(),
+        "post-start\n"
+    );
+    let started = std::time::Instant::now();
+    cluster.kubectl_ok(&["delete", "pod", "polite", "--wait=true"]);
+    // It exits on SIGTERM: well before its 20 s grace period.
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    assert_eq!(
+        std::fs::read_to_string(files.path().join("log")).unwrap(),
+        "started\npre-stop\nterm\n"
+    );
+}
+
+#[test]
+fn a_container_over_its_memory_limit_is_oom_killed_as_root() {
+    let cluster = NodeCluster::start();
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: hungry}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sh", "-c", "dd if=/dev/zero of=/dev/null bs=64M count=1"]
+    resources:
+      limits: {{memory: 16Mi}}
+"#
+    ));
+    let pod = cluster.wait_for_pod("hungry", "Failed", |pod| pod["status"]["phase"] == "Failed");
+    let c = container_status(&pod, "c").unwrap();
+    assert_eq!(state(c, "terminated")["reason"], "OOMKilled", "{c}");
+    assert_eq!(state(c, "terminated")["exitCode"], 137);
+    assert_eq!(pod["status"]["qosClass"], "Burstable");
+}
