@@ -53,8 +53,9 @@ cat <<EOF
 
 Use it with kubectl:
     export KUBECONFIG=$data_dir/kubeconfig.yaml
-    kubectl get namespaces
-    kubectl create deployment web --image=nginx
+    kubectl get nodes
+    kubectl create deployment web --image=kyb.local/busybox:1.35.0 -- httpd -f -p 80 -h /etc
+    kubectl get pods -o wide
 
 Stop it with: make down
 EOF
