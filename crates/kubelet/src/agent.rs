@@ -83,12 +83,14 @@ pub async fn run(
         .map_or_else(|| "127.0.0.1".to_string(), |ip| ip.to_string());
     let mut options = NodeOptions::new(&config.node_name, config.root_dir.clone(), KUBELET_VERSION);
     options.node_ip = config.node_ip;
+    let eviction_hard = options.eviction_hard.clone();
     let node = NodeAgent::new(
         client.clone(),
         options,
         Arc::new(crate::cri::CriRuntimeInfo { cri: cri.clone() }),
     );
     let resources = node.resources();
+    let pressure = node.pressure();
     let node_task = {
         let cancel = cancel.clone();
         tokio::spawn(async move {
@@ -135,6 +137,15 @@ pub async fn run(
         ));
         rx
     });
+    crate::housekeeping::spawn(
+        shared.clone(),
+        statics.clone(),
+        eviction_hard,
+        pressure,
+        config.root_dir.clone(),
+        crate::images::PAUSE_IMAGE,
+        cancel.clone(),
+    );
     let _watching = informers.start();
     ready();
     manager::run(shared, pods, statics, cancel).await;

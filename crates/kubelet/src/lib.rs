@@ -13,6 +13,7 @@
 //! - [`cri`]: the CRI v1 client (runtime and image services) over the runtime's unix socket.
 //! - [`images`]: image pulls (`imagePullPolicy`, `imagePullSecrets`, back-off) and the
 //!   project's own images (the sandbox "pause" image, busybox) built as OCI archives.
+//! - [`housekeeping`]: container and image garbage collection, and the eviction manager.
 //! - [`sources`]: what the agent reads from the API besides its pods (ConfigMaps, secrets,
 //!   services, service-account tokens, claims), shared by containers and volumes.
 //! - [`container`]: a pod's sandbox and containers as CRI configurations (command, env,
@@ -30,6 +31,7 @@ pub mod config;
 pub mod container;
 pub mod containerd;
 pub mod cri;
+pub mod housekeeping;
 pub mod images;
 pub mod node;
 pub mod pods;

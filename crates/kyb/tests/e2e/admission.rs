@@ -568,3 +568,32 @@ fn kubelets_reach_only_their_own_node_and_pods() {
     let output = status("elsewhere");
     assert!(!output.status.success(), "{}", text(&output));
 }
+
+#[test]
+fn runtime_class_names_a_class_that_exists_and_brings_its_overhead() {
+    let cluster = Cluster::start();
+    let pod = |class: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: sandboxed-{class}}}\nspec:\n  runtimeClassName: {class}\n  containers:\n  - {{name: c, image: busybox}}\n"
+        )
+    };
+    let output = cluster.kubectl_input(&["apply", "-f", "-"], &pod("gvisor"));
+    assert!(!output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr).trim(),
+        r#"Error from server (Forbidden): error when creating "STDIN": pods "sandboxed-gvisor" is forbidden: pod rejected: RuntimeClass "gvisor" not found"#
+    );
+    cluster.kubectl_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: fast}\nhandler: runc\noverhead:\n  podFixed: {cpu: 100m}\nscheduling:\n  nodeSelector: {sandbox: \"yes\"}\n",
+    );
+    cluster.kubectl_stdin(&["apply", "-f", "-"], &pod("fast"));
+    let overhead = cluster.kubectl_ok(&[
+        "get",
+        "pod",
+        "sandboxed-fast",
+        "-o",
+        "jsonpath={.spec.overhead.cpu} {.spec.nodeSelector.sandbox}",
+    ]);
+    assert_eq!(overhead, "100m yes");
+}
