@@ -141,3 +141,73 @@ mod tests {
         assert_eq!(Driver::Cgroupfs.to_string(), "cgroupfs");
     }
 }
+
+/// Removes the cgroup `path` (relative to each hierarchy, `/kubepods/besteffort/pod<uid>`)
+/// from every hierarchy mounted under [`ROOT`] (each v1 controller, or the v2 tree),
+/// children first. A cgroup that still has processes, or does not exist, is left alone:
+/// the kernel refuses to remove a busy cgroup, so this never disturbs a running one.
+/// Needs root. Returns how many directories were removed.
+pub fn remove(path: &str) -> usize {
+    let relative = path.trim_start_matches('/');
+    if relative.is_empty() || relative.split('/').any(|part| part == "..") {
+        return 0;
+    }
+    let Ok(entries) = std::fs::read_dir(ROOT) else {
+        return 0;
+    };
+    let mut hierarchies: Vec<std::path::PathBuf> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.path())
+        .collect();
+    // cgroup v2: the root itself is the hierarchy.
+    hierarchies.push(std::path::PathBuf::from(ROOT));
+    let mut removed = 0;
+    for hierarchy in hierarchies {
+        removed += remove_tree(&hierarchy.join(relative));
+    }
+    removed
+}
+
+/// Removes a cgroup directory and its child cgroups, deepest first (a cgroup's files are
+/// the kernel's: only `rmdir` applies).
+fn remove_tree(dir: &std::path::Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            removed += remove_tree(&entry.path());
+        }
+    }
+    if std::fs::remove_dir(dir).is_ok() {
+        removed += 1;
+    }
+    removed
+}
+
+/// Removes the cgroup `path` from every hierarchy if it has no child cgroups and no
+/// processes (a plain `rmdir`, which the kernel refuses otherwise). Needs root.
+pub fn remove_if_empty(path: &str) {
+    let relative = path.trim_start_matches('/');
+    if relative.is_empty() || relative.split('/').any(|part| part == "..") {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(ROOT) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let _ = std::fs::remove_dir(entry.path().join(relative));
+    }
+    let _ = std::fs::remove_dir(std::path::Path::new(ROOT).join(relative));
+}
+
+/// The cgroups (cgroupfs layout) a pod with `uid` may have, one per QoS class.
+pub fn pod_cgroups(uid: &str) -> [String; 3] {
+    [
+        format!("/kubepods/pod{uid}"),
+        format!("/kubepods/burstable/pod{uid}"),
+        format!("/kubepods/besteffort/pod{uid}"),
+    ]
+}

@@ -712,6 +712,13 @@ impl Worker {
         }
         let log_dir = self.shared.logs_dir.join(super::log_dir_name(pod));
         let _ = tokio::fs::remove_dir_all(&log_dir).await;
+        // The pod's cgroup (its containers' parent), as kubelet's pod container manager
+        // removes it.
+        if self.shared.cgroup_driver == kyb_node_sys::cgroup::Driver::Cgroupfs {
+            for cgroup in kyb_node_sys::cgroup::pod_cgroups(&self.uid) {
+                kyb_node_sys::cgroup::remove(&cgroup);
+            }
+        }
         self.shared.probes.remove_pod(&self.uid);
         self.shared.status.forget(&self.uid);
         self.shared

@@ -30,9 +30,11 @@ fn image_archive(name: &'static str) -> PathBuf {
 }
 
 pub struct NodeCluster {
-    // Dropped in this order: the server, containerd, the data dir's mounts, the namespace.
+    // Dropped in this order: the server, containerd (with the containers), the pods'
+    // cgroups, the data dir, the namespace.
     server: Option<Process>,
     pub containerd: TestContainerd,
+    _cgroups: PodCgroups,
     dir: tempfile::TempDir,
     pub netns: NetNs,
     pub node_name: String,
@@ -67,6 +69,7 @@ impl NodeCluster {
         let mut cluster = NodeCluster {
             server: None,
             containerd,
+            _cgroups: PodCgroups(dir.path().join("agent/pods")),
             dir,
             netns,
             node_name: String::new(),
@@ -286,6 +289,26 @@ impl Drop for NodeCluster {
         // The data dir's volumes (tmpfs) go before the directory does.
         let dir = self.dir.path().to_path_buf();
         kyb_testkit::unmount_under(&dir);
+    }
+}
+
+/// Removes the cgroups the agent made for the cluster's pods (one directory per pod UID
+/// under its pods directory), once their containers are gone.
+struct PodCgroups(PathBuf);
+
+impl Drop for PodCgroups {
+    fn drop(&mut self) {
+        let Ok(entries) = std::fs::read_dir(&self.0) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            for cgroup in kyb_node_sys::cgroup::pod_cgroups(&entry.file_name().to_string_lossy()) {
+                kyb_node_sys::cgroup::remove(&cgroup);
+            }
+        }
+        for parent in ["/kubepods/burstable", "/kubepods/besteffort", "/kubepods"] {
+            kyb_node_sys::cgroup::remove_if_empty(parent);
+        }
     }
 }
 
