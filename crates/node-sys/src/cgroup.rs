@@ -104,44 +104,6 @@ fn driver_for(systemd_marker: &Path) -> Driver {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn this_machine_has_a_version_consistent_with_its_mounts() {
-        let Ok(version) = version() else {
-            // No cgroup file system here (a minimal container): nothing to compare.
-            return;
-        };
-        let unified = Path::new(ROOT).join("cgroup.controllers").is_file();
-        assert_eq!(version == Version::V2, unified, "{version}");
-    }
-
-    #[test]
-    fn a_directory_that_is_not_a_cgroup_mount_is_refused() {
-        let error = version_at(Path::new("/proc")).unwrap_err();
-        assert!(
-            error.to_string().starts_with("/proc is not a cgroup mount"),
-            "{error}"
-        );
-        let error = version_at(Path::new("/nonexistent/cgroup")).unwrap_err();
-        assert!(matches!(error, Error::Statfs { .. }), "{error}");
-    }
-
-    #[test]
-    fn the_driver_follows_systemd_s_marker() {
-        let dir = std::env::temp_dir();
-        assert_eq!(driver_for(&dir), Driver::Systemd);
-        assert_eq!(
-            driver_for(&dir.join("no-such-marker-kyb")),
-            Driver::Cgroupfs
-        );
-        assert_eq!(Driver::Cgroupfs.to_string(), "cgroupfs");
-    }
-}
-
 /// Removes the cgroup `path` (relative to each hierarchy, `/kubepods/besteffort/pod<uid>`)
 /// from every hierarchy mounted under [`ROOT`] (each v1 controller, or the v2 tree),
 /// children first. A cgroup that still has processes, or does not exist, is left alone:
@@ -210,4 +172,42 @@ pub fn pod_cgroups(uid: &str) -> [String; 3] {
         format!("/kubepods/burstable/pod{uid}"),
         format!("/kubepods/besteffort/pod{uid}"),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn this_machine_has_a_version_consistent_with_its_mounts() {
+        let Ok(version) = version() else {
+            // No cgroup file system here (a minimal container): nothing to compare.
+            return;
+        };
+        let unified = Path::new(ROOT).join("cgroup.controllers").is_file();
+        assert_eq!(version == Version::V2, unified, "{version}");
+    }
+
+    #[test]
+    fn a_directory_that_is_not_a_cgroup_mount_is_refused() {
+        let error = version_at(Path::new("/proc")).unwrap_err();
+        assert!(
+            error.to_string().starts_with("/proc is not a cgroup mount"),
+            "{error}"
+        );
+        let error = version_at(Path::new("/nonexistent/cgroup")).unwrap_err();
+        assert!(matches!(error, Error::Statfs { .. }), "{error}");
+    }
+
+    #[test]
+    fn the_driver_follows_systemd_s_marker() {
+        let dir = std::env::temp_dir();
+        assert_eq!(driver_for(&dir), Driver::Systemd);
+        assert_eq!(
+            driver_for(&dir.join("no-such-marker-kyb")),
+            Driver::Cgroupfs
+        );
+        assert_eq!(Driver::Cgroupfs.to_string(), "cgroupfs");
+    }
 }
