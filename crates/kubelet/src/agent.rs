@@ -83,6 +83,7 @@ pub async fn run(
         .map_or_else(|| "127.0.0.1".to_string(), |ip| ip.to_string());
     let mut options = NodeOptions::new(&config.node_name, config.root_dir.clone(), KUBELET_VERSION);
     options.node_ip = config.node_ip;
+    config.node.apply(&mut options);
     let eviction_hard = options.eviction_hard.clone();
     let node = NodeAgent::new(
         client.clone(),

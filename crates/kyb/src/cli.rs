@@ -397,4 +397,29 @@ pub struct NodeArgs {
     /// agent without the API server and mirrored into it.
     #[arg(long, value_name = "DIR")]
     pub pod_manifest_path: Option<PathBuf>,
+
+    /// Labels the Node registers with (`key=value,…`).
+    #[arg(long, value_name = "LABELS")]
+    pub node_labels: Option<String>,
+
+    /// Taints the Node registers with (`key=value:Effect,…`).
+    #[arg(long, value_name = "TAINTS")]
+    pub register_with_taints: Option<String>,
+
+    /// The most pods the node runs.
+    #[arg(long, default_value_t = 110, value_name = "N")]
+    pub max_pods: i64,
+
+    /// Resources kept for the system (`cpu=100m,memory=100Mi,…`), out of allocatable.
+    #[arg(long, value_name = "RESOURCES")]
+    pub system_reserved: Option<String>,
+
+    /// Resources kept for Kubernetes' own daemons, out of allocatable.
+    #[arg(long, value_name = "RESOURCES")]
+    pub kube_reserved: Option<String>,
+
+    /// Hard eviction thresholds (`memory.available<100Mi,nodefs.available<10%,…`;
+    /// kubelet's defaults otherwise).
+    #[arg(long, value_name = "THRESHOLDS")]
+    pub eviction_hard: Option<String>,
 }

@@ -18,7 +18,7 @@ pub async fn run(args: KubeletArgs, data_dir: Option<PathBuf>) -> anyhow::Result
     );
     let data_dir = data_dir.map_or_else(crate::server::default_data_dir, Ok)?;
     let client = crate::scheduler::client(&args.kubeconfig).await?;
-    let config = config(&args.node, &data_dir);
+    let config = config(&args.node, &data_dir)?;
     let mut supervisor = Supervisor::new(Health::new());
     let node = args.node.clone();
     supervisor.essential(kyb_component::once(NAME, move |ctx| {
@@ -28,8 +28,18 @@ pub async fn run(args: KubeletArgs, data_dir: Option<PathBuf>) -> anyhow::Result
 }
 
 /// The agent's settings from its flags and the data dir.
-fn config(args: &NodeArgs, data_dir: &std::path::Path) -> kyb_kubelet::Config {
-    kyb_kubelet::Config {
+pub fn config(args: &NodeArgs, data_dir: &std::path::Path) -> anyhow::Result<kyb_kubelet::Config> {
+    let node = kyb_kubelet::config::NodeFlags::parse(
+        args.node_labels.as_deref(),
+        args.register_with_taints.as_deref(),
+        Some(args.max_pods),
+        args.system_reserved.as_deref(),
+        args.kube_reserved.as_deref(),
+        args.eviction_hard.as_deref(),
+    )
+    .map_err(anyhow::Error::msg)?;
+    Ok(kyb_kubelet::Config {
+        node,
         node_name: args
             .hostname_override
             .clone()
@@ -38,7 +48,7 @@ fn config(args: &NodeArgs, data_dir: &std::path::Path) -> kyb_kubelet::Config {
         container_runtime_endpoint: args.container_runtime_endpoint.clone(),
         node_ip: args.node_ip,
         pod_manifest_path: args.pod_manifest_path.clone(),
-    }
+    })
 }
 
 /// The agent `kyb server` runs in-process, as the node `system:node:<host name>`; each
@@ -49,6 +59,7 @@ pub fn in_process(kubeconfig: PathBuf, args: NodeArgs, data_dir: PathBuf) -> imp
         let args = args.clone();
         let config = config(&args, &data_dir);
         async move {
+            let config = config?;
             let client = crate::scheduler::client(&kubeconfig).await?;
             agent(client, config, args, ctx).await
         }

@@ -781,3 +781,49 @@ spec:
     assert_eq!(state(c, "terminated")["exitCode"], 137);
     assert_eq!(pod["status"]["qosClass"], "Burstable");
 }
+
+#[test]
+fn the_node_registers_with_its_flags_as_root() {
+    let cluster = NodeCluster::start_with(&[
+        "--node-labels",
+        "tier=edge,kyb.test/rack=r1",
+        "--register-with-taints",
+        "dedicated=edge:PreferNoSchedule",
+        "--max-pods",
+        "20",
+        "--system-reserved",
+        "memory=100Mi",
+    ]);
+    let node = cluster.get_json(&["node", &cluster.node_name]).unwrap();
+    let labels = &node["metadata"]["labels"];
+    assert_eq!(labels["tier"], "edge");
+    assert_eq!(labels["kyb.test/rack"], "r1");
+    assert_eq!(labels["kubernetes.io/hostname"], cluster.node_name.as_str());
+    assert_eq!(labels["kubernetes.io/os"], "linux");
+    let taints = node["spec"]["taints"].as_array().unwrap();
+    assert!(
+        taints.iter().any(|t| t["key"] == "dedicated"
+            && t["value"] == "edge"
+            && t["effect"] == "PreferNoSchedule"),
+        "{taints:?}"
+    );
+    assert_eq!(node["status"]["capacity"]["pods"], "20");
+    assert_eq!(node["status"]["allocatable"]["pods"], "20");
+    let info = &node["status"]["nodeInfo"];
+    assert_eq!(info["kubeletVersion"], "v1.33.0");
+    assert!(
+        info["containerRuntimeVersion"]
+            .as_str()
+            .unwrap()
+            .starts_with("containerd://"),
+        "{info}"
+    );
+    // The images on the node are reported.
+    let images = node["status"]["images"].as_array().unwrap();
+    assert!(
+        images
+            .iter()
+            .any(|i| i["names"].as_array().unwrap().iter().any(|n| n == BUSYBOX)),
+        "{images:?}"
+    );
+}
