@@ -166,6 +166,7 @@ impl Worker {
     /// Fills in the termination messages of exited instances from their message files
     /// (`terminationMessagePath`, at most 4 KiB).
     async fn read_termination_messages(&mut self, runtime: &mut PodRuntime) {
+        let (pod, _) = self.slot.get();
         for instance in &mut runtime.instances {
             if instance.state != State::Exited || !instance.message.is_empty() {
                 continue;
@@ -178,8 +179,27 @@ impl Worker {
                 .join(&instance.name)
                 .join(instance.restart_count.to_string());
             if let Ok(bytes) = tokio::fs::read(&file).await {
-                let bytes = &bytes[..bytes.len().min(4096)];
+                let bytes = &bytes[..bytes.len().min(MAX_TERMINATION_MESSAGE)];
                 instance.message = String::from_utf8_lossy(bytes).into_owned();
+            }
+            // `FallbackToLogsOnError`: a failed container without a message gets the end
+            // of its log.
+            let fallback = spec_of(&pod, &instance.name).is_some_and(|c| {
+                c.termination_message_policy.as_deref() == Some("FallbackToLogsOnError")
+            });
+            if instance.message.is_empty() && instance.exit_code != 0 && fallback {
+                let path = std::path::Path::new(&instance.log_path);
+                let path = if path.is_absolute() {
+                    path.to_path_buf()
+                } else {
+                    self.shared
+                        .logs_dir
+                        .join(super::log_dir_name(&pod))
+                        .join(path)
+                };
+                if let Ok(log) = tokio::fs::read(&path).await {
+                    instance.message = log_tail(&log);
+                }
             }
         }
     }
@@ -730,6 +750,55 @@ impl Worker {
     }
 }
 
+/// The most of a termination message kept (kubelet's 4 KiB from the file).
+const MAX_TERMINATION_MESSAGE: usize = 4096;
+
+/// The container `name` of the pod's spec (regular or init).
+fn spec_of<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {
+    let spec = pod.spec.as_ref()?;
+    spec.containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+        .find(|c| c.name == name)
+}
+
+/// The last 80 lines, at most 2 KiB, of a container's log in the CRI format
+/// (`<time> <stream> <P|F> <text>`: partial lines joined), as kubelet's
+/// `FallbackToLogsOnError` message.
+fn log_tail(log: &[u8]) -> String {
+    const LINES: usize = 80;
+    const BYTES: usize = 2048;
+    let text = String::from_utf8_lossy(log);
+    let mut out = String::new();
+    for line in text.lines() {
+        let mut fields = line.splitn(4, ' ');
+        let (Some(_time), Some(_stream), Some(tag), content) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        out.push_str(content.unwrap_or_default());
+        if tag != "P" {
+            out.push('\n');
+        }
+    }
+    let lines: Vec<&str> = out.lines().collect();
+    let kept = lines[lines.len().saturating_sub(LINES)..].join("\n");
+    let mut kept = if out.ends_with('\n') && !kept.is_empty() {
+        kept + "\n"
+    } else {
+        kept
+    };
+    if kept.len() > BYTES {
+        let mut start = kept.len() - BYTES;
+        while !kept.is_char_boundary(start) {
+            start += 1;
+        }
+        kept = kept[start..].to_string();
+    }
+    kept
+}
+
 /// The time left until the pod's `activeDeadlineSeconds` passes.
 fn deadline_remaining(pod: &Pod) -> Option<Duration> {
     let deadline = pod.spec.as_ref()?.active_deadline_seconds?;
@@ -747,5 +816,22 @@ fn humanize(duration: Duration) -> String {
         format!("{}m{}s", seconds / 60, seconds % 60)
     } else {
         format!("{seconds}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_tail_joins_partial_lines_and_keeps_the_last_80() {
+        let log = "2026-01-01T00:00:00Z stdout P hel\n2026-01-01T00:00:00Z stdout F lo\n2026-01-01T00:00:01Z stderr F bad thing\n";
+        assert_eq!(log_tail(log.as_bytes()), "hello\nbad thing\n");
+        let many: String = (0..100)
+            .map(|i| format!("2026-01-01T00:00:00Z stdout F line {i}\n"))
+            .collect();
+        let tail = log_tail(many.as_bytes());
+        assert!(tail.starts_with("line 20\n"), "{tail}");
+        assert!(tail.ends_with("line 99\n"));
     }
 }

@@ -194,7 +194,7 @@ fn restart_policies_end_pods_in_their_phase_as_root() {
     let cluster = NodeCluster::start();
     for (name, policy, command) in [
         ("succeeds", "Never", "exit 0"),
-        ("fails", "Never", "exit 7"),
+        ("fails", "Never", "echo giving up; exit 7"),
         (
             "retries",
             "OnFailure",
@@ -212,6 +212,7 @@ spec:
   - name: c
     image: {BUSYBOX}
     command: ["sh", "-c", "{command}"]
+    terminationMessagePolicy: FallbackToLogsOnError
 "#
         ));
     }
@@ -221,10 +222,10 @@ spec:
     let succeeded = phase("succeeds", "Succeeded");
     assert_eq!(condition(&succeeded, "Ready"), Some("False"));
     let failed = phase("fails", "Failed");
-    assert_eq!(
-        state(container_status(&failed, "c").unwrap(), "terminated")["exitCode"],
-        7
-    );
+    let terminated = state(container_status(&failed, "c").unwrap(), "terminated");
+    assert_eq!(terminated["exitCode"], 7);
+    // No termination message written: the end of its log (FallbackToLogsOnError).
+    assert_eq!(terminated["message"], "giving up\n");
     // OnFailure: restarted once in the same pod (its /tmp survives? no: a new container
     // has a fresh file system), so it fails again and keeps being restarted.
     let retried = cluster.wait_for_pod("retries", "restarted", |pod| {
