@@ -33,6 +33,9 @@ pub struct NodeCluster {
     // Dropped in this order: the server, containerd (with the containers), the pods'
     // cgroups, the data dir, the namespace.
     server: Option<Process>,
+    /// The agent as its own process (`kyb kubelet`), when the server runs with
+    /// `--disable-agent`.
+    kubelet: Option<Process>,
     pub containerd: TestContainerd,
     _cgroups: PodCgroups,
     dir: tempfile::TempDir,
@@ -68,6 +71,7 @@ impl NodeCluster {
         let dir = kyb_testkit::temp_dir("node").unwrap();
         let mut cluster = NodeCluster {
             server: None,
+            kubelet: None,
             containerd,
             _cgroups: PodCgroups(dir.path().join("agent/pods")),
             dir,
@@ -94,6 +98,9 @@ impl NodeCluster {
             .wait_for_line("kyb server ready", crate::cluster::DEADLINE)
             .unwrap();
         self.server = Some(server);
+        if flags.contains(&"--disable-agent") {
+            self.start_kubelet();
+        }
         self.node_name = self.wait_for("a Ready node", POD_WAIT, |cluster| {
             let nodes = cluster.get_json(&["nodes"])?;
             nodes["items"]
@@ -110,6 +117,29 @@ impl NodeCluster {
                 .success()
                 .then_some(())
         });
+    }
+
+    /// Starts `kyb kubelet` (the agent alone) against the server, as the node identity.
+    pub fn start_kubelet(&mut self) {
+        let mut command = self.netns.command(env!("CARGO_BIN_EXE_kyb"));
+        command
+            .env_remove("RUST_LOG")
+            .arg("--data-dir")
+            .arg(self.dir.path())
+            .arg("kubelet")
+            .arg("--kubeconfig")
+            .arg(self.dir.path().join("components/kubelet.kubeconfig"))
+            .arg("--container-runtime-endpoint")
+            .arg(self.containerd.endpoint());
+        self.kubelet = Some(Process::spawn(&mut command).unwrap());
+    }
+
+    /// Stops `kyb kubelet` (SIGTERM), leaving its pods' containers running.
+    pub fn stop_kubelet(&mut self) {
+        if let Some(mut kubelet) = self.kubelet.take() {
+            kubelet.terminate().unwrap();
+            kubelet.wait_exit(Duration::from_secs(30)).unwrap();
+        }
     }
 
     /// Stops `kyb server` (SIGTERM, as a user would), leaving the pods' containers running.
@@ -285,6 +315,7 @@ impl NodeCluster {
 impl Drop for NodeCluster {
     fn drop(&mut self) {
         // Killed, not stopped: containerd's drop then kills the containers.
+        self.kubelet.take();
         self.server.take();
         // The data dir's volumes (tmpfs) go before the directory does.
         let dir = self.dir.path().to_path_buf();

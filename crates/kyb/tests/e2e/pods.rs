@@ -828,3 +828,141 @@ fn the_node_registers_with_its_flags_as_root() {
         "{images:?}"
     );
 }
+
+#[test]
+fn a_node_whose_agent_stops_goes_not_ready_and_its_pods_are_evicted_as_root() {
+    // The agent as its own process, so that it can stop while the control plane runs;
+    // the node lifecycle controller gives up on a silent node after 6 s.
+    let mut cluster = NodeCluster::start_with(&[
+        "--disable-agent",
+        "--node-monitor-grace-period",
+        "6s",
+        "--node-monitor-period",
+        "1s",
+    ]);
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: tenant}}
+spec:
+  terminationGracePeriodSeconds: 1
+  tolerations:
+  - {{key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 2}}
+  - {{key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 2}}
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sleep", "3600"]
+"#
+    ));
+    cluster.wait_for_pod("tenant", "Ready", |pod| {
+        condition(pod, "Ready") == Some("True")
+    });
+    // A second, healthy node (a Node and a Lease the test keeps renewing): with every
+    // node of a zone down, Kubernetes stops evicting (full disruption), as would we.
+    cluster.apply(
+        "apiVersion: v1\nkind: Node\nmetadata: {name: standby}\nspec:\n  taints: [{key: kyb.test/standby, effect: NoSchedule}]\n",
+    );
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let heartbeat = {
+        let stop = stop.clone();
+        let kubeconfig = cluster.kubeconfig();
+        let netns = cluster.netns.path();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                standby_heartbeat(&netns, &kubeconfig);
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+        })
+    };
+    cluster.wait_for("the standby node Ready", crate::node::POD_WAIT, |cluster| {
+        cluster
+            .get_json(&["node", "standby"])
+            .filter(|node| condition(node, "Ready") == Some("True"))
+    });
+    cluster.stop_kubelet();
+    let name = cluster.node_name.clone();
+    let node = cluster.wait_for(
+        "the node NotReady (Unknown)",
+        crate::node::POD_WAIT,
+        |cluster| {
+            cluster
+                .get_json(&["node", &name])
+                .filter(|node| condition(node, "Ready") == Some("Unknown"))
+        },
+    );
+    let ready = node["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap()
+        .clone();
+    assert_eq!(ready["reason"], "NodeStatusUnknown");
+    assert_eq!(ready["message"], "Kubelet stopped posting node status.");
+    // Its toleration runs out: the pod is evicted (being deleted while no agent confirms).
+    cluster.wait_for_pod("tenant", "evicted", |pod| {
+        pod["metadata"]["deletionTimestamp"].is_string()
+    });
+    // The agent comes back, stops the container and the deletion completes.
+    cluster.start_kubelet();
+    cluster.wait_for("the evicted pod gone", crate::node::POD_WAIT, |cluster| {
+        cluster.pod("tenant").is_none().then_some(())
+    });
+    cluster.wait_for("the node Ready again", crate::node::POD_WAIT, |cluster| {
+        cluster
+            .get_json(&["node", &name])
+            .filter(|node| condition(node, "Ready") == Some("True"))
+    });
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    heartbeat.join().unwrap();
+}
+
+/// One heartbeat of the test's `standby` node: its Lease renewed and a Ready status, as a
+/// kubelet would post them (kubectl inside the cluster's namespace).
+fn standby_heartbeat(netns: &std::path::Path, kubeconfig: &std::path::Path) {
+    use std::io::Write as _;
+    let now = jiff::Timestamp::now();
+    let micro = now.strftime("%Y-%m-%dT%H:%M:%S.%6fZ").to_string();
+    let seconds = now.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let lease = format!(
+        "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata: {{name: standby, namespace: kube-node-lease}}\nspec: {{holderIdentity: standby, leaseDurationSeconds: 40, renewTime: \"{micro}\"}}\n"
+    );
+    let status = format!(
+        r#"{{"status":{{"conditions":[{{"type":"Ready","status":"True","reason":"KubeletReady","message":"kubelet is posting ready status","lastHeartbeatTime":"{seconds}","lastTransitionTime":"{seconds}"}}]}}}}"#
+    );
+    let kubectl = |args: &[&str], input: Option<&str>| {
+        let Ok(mut child) = std::process::Command::new("nsenter")
+            .arg(format!("--net={}", netns.display()))
+            .arg("--")
+            .arg("kubectl")
+            .env("KUBECONFIG", kubeconfig)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+        else {
+            return;
+        };
+        if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+            let _ = stdin.write_all(input.as_bytes());
+        }
+        drop(child.stdin.take());
+        let _ = child.wait();
+    };
+    kubectl(&["apply", "-f", "-"], Some(&lease));
+    kubectl(
+        &[
+            "patch",
+            "node",
+            "standby",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &status,
+        ],
+        None,
+    );
+}
