@@ -179,11 +179,17 @@ fn objects_lists_and_failures_in_protobuf() {
     let as_json = get(&cluster, &path, "application/json").json();
     let as_protobuf = get(&cluster, &path, PROTOBUF).protobuf();
     assert_eq!(as_protobuf, as_json);
+    // The scheduler may write the pod's status between two reads (no node can take it):
+    // compare two reads of the same version.
     let pod_path = "/api/v1/namespaces/default/pods/web";
-    assert_eq!(
-        get(&cluster, pod_path, PROTOBUF).protobuf(),
-        get(&cluster, pod_path, "application/json").json()
-    );
+    let (pod_protobuf, pod_json) =
+        crate::poll::blocking_wait_for("two reads of one version", || {
+            let protobuf = get(&cluster, pod_path, PROTOBUF).protobuf();
+            let json = get(&cluster, pod_path, "application/json").json();
+            (protobuf["metadata"]["resourceVersion"] == json["metadata"]["resourceVersion"])
+                .then_some((protobuf, json))
+        });
+    assert_eq!(pod_protobuf, pod_json);
 
     // A list (the watch-cache path), a list of another kind, and a paginated one.
     let list = get(
