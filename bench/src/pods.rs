@@ -170,7 +170,9 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
             .arg("--kubeconfig")
             .arg(dir.path().join("components/kubelet.kubeconfig"))
             .arg("--container-runtime-endpoint")
-            .arg(runtime.endpoint()),
+            .arg(runtime.endpoint())
+            // Memory only: a full build disk must not put the node under DiskPressure.
+            .args(["--eviction-hard", "memory.available<1Mi"]),
     )?;
     let outcome = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -18,6 +18,12 @@ use std::time::{Duration, Instant};
 /// The busybox image the tests run.
 pub const BUSYBOX: &str = kyb_kubelet::images::BUSYBOX_IMAGE;
 
+/// The agent's hard eviction thresholds in the tests: memory only. Kubelet's defaults
+/// include the disk (`nodefs.available<10%`, `imagefs.available<15%`), and a build
+/// machine's disk may well be that full: DiskPressure would taint the node and fail every
+/// test for a reason that is not theirs.
+pub const EVICTION_HARD: &str = "memory.available<1Mi";
+
 /// How long the node's tests wait for a pod to get somewhere.
 pub const POD_WAIT: Duration = Duration::from_secs(90);
 
@@ -92,6 +98,7 @@ impl NodeCluster {
             .arg(self.dir.path())
             .arg("--container-runtime-endpoint")
             .arg(self.containerd.endpoint())
+            .args(["--eviction-hard", EVICTION_HARD])
             .args(flags);
         let mut server = Process::spawn(&mut command).unwrap();
         server
@@ -130,7 +137,8 @@ impl NodeCluster {
             .arg("--kubeconfig")
             .arg(self.dir.path().join("components/kubelet.kubeconfig"))
             .arg("--container-runtime-endpoint")
-            .arg(self.containerd.endpoint());
+            .arg(self.containerd.endpoint())
+            .args(["--eviction-hard", EVICTION_HARD]);
         self.kubelet = Some(Process::spawn(&mut command).unwrap());
     }
 
