@@ -69,18 +69,14 @@ const TTL: std::time::Duration = std::time::Duration::from_secs(5);
 pub struct ApiSources {
     client: kube::Client,
     services: Arc<kyb_runtime::informer::Informer<Service>>,
-    cache:
-        std::sync::Mutex<std::collections::HashMap<CacheKey, (std::time::Instant, CachedObject)>>,
+    cache: std::sync::Mutex<std::collections::HashMap<CacheKey, (std::time::Instant, Cached)>>,
 }
 
 /// (kind, namespace, name).
 type CacheKey = (&'static str, String, String);
 
-#[derive(Clone)]
-enum CachedObject {
-    ConfigMap(Arc<ConfigMap>),
-    Secret(Arc<Secret>),
-}
+/// A cached object of any kind (a ConfigMap or a Secret), read back by its type.
+type Cached = Arc<dyn std::any::Any + Send + Sync>;
 
 fn api_error(kind: &str, name: &str, error: kube::Error) -> SourceError {
     match error {
@@ -103,60 +99,50 @@ impl ApiSources {
         }
     }
 
-    fn cached(&self, kind: &'static str, namespace: &str, name: &str) -> Option<CachedObject> {
-        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        let (read, object) = cache.get(&(kind, namespace.to_string(), name.to_string()))?;
-        (read.elapsed() < TTL).then(|| object.clone())
-    }
-
-    fn remember(&self, kind: &'static str, namespace: &str, name: &str, object: CachedObject) {
+    /// The namespaced object `namespace/name` of kind `K` (`kind` as Kubernetes' messages
+    /// name it), from the cache if read within [`TTL`], else from the API.
+    async fn namespaced<K>(
+        &self,
+        kind: &'static str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Arc<K>, SourceError>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+            + Clone
+            + std::fmt::Debug
+            + serde::de::DeserializeOwned
+            + Send
+            + Sync
+            + 'static,
+    {
+        let key = (kind, namespace.to_string(), name.to_string());
+        {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((read, object)) = cache.get(&key)
+                && read.elapsed() < TTL
+                && let Ok(found) = object.clone().downcast::<K>()
+            {
+                return Ok(found);
+            }
+        }
+        let api: kube::Api<K> = kube::Api::namespaced(self.client.clone(), namespace);
+        let found = Arc::new(api.get(name).await.map_err(|e| api_error(kind, name, e))?);
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         cache.retain(|_, (read, _)| read.elapsed() < TTL * 12);
-        cache.insert(
-            (kind, namespace.to_string(), name.to_string()),
-            (std::time::Instant::now(), object),
-        );
+        cache.insert(key, (std::time::Instant::now(), found.clone()));
+        Ok(found)
     }
 }
 
 #[async_trait]
 impl Sources for ApiSources {
     async fn config_map(&self, namespace: &str, name: &str) -> Result<Arc<ConfigMap>, SourceError> {
-        if let Some(CachedObject::ConfigMap(found)) = self.cached("configmap", namespace, name) {
-            return Ok(found);
-        }
-        let api: kube::Api<ConfigMap> = kube::Api::namespaced(self.client.clone(), namespace);
-        let found = Arc::new(
-            api.get(name)
-                .await
-                .map_err(|e| api_error("configmap", name, e))?,
-        );
-        self.remember(
-            "configmap",
-            namespace,
-            name,
-            CachedObject::ConfigMap(found.clone()),
-        );
-        Ok(found)
+        self.namespaced("configmap", namespace, name).await
     }
 
     async fn secret(&self, namespace: &str, name: &str) -> Result<Arc<Secret>, SourceError> {
-        if let Some(CachedObject::Secret(found)) = self.cached("secret", namespace, name) {
-            return Ok(found);
-        }
-        let api: kube::Api<Secret> = kube::Api::namespaced(self.client.clone(), namespace);
-        let found = Arc::new(
-            api.get(name)
-                .await
-                .map_err(|e| api_error("secret", name, e))?,
-        );
-        self.remember(
-            "secret",
-            namespace,
-            name,
-            CachedObject::Secret(found.clone()),
-        );
-        Ok(found)
+        self.namespaced("secret", namespace, name).await
     }
 
     async fn services(&self, namespace: &str) -> Result<Vec<Arc<Service>>, SourceError> {

@@ -8,7 +8,7 @@ use super::runtime::{Instance, PodRuntime, State};
 use crate::probes::CriExec;
 use crate::probes::Target;
 use k8s_cri::v1 as cri;
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use std::time::{Duration, Instant};
 
 /// The shortest time the runtime gets to stop a container after its preStop hook ran.
@@ -27,14 +27,6 @@ pub fn grace_period(pod: &Pod) -> Duration {
         .unwrap_or(30)
         .max(0);
     Duration::from_secs(seconds as u64)
-}
-
-fn spec_of<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {
-    let spec = pod.spec.as_ref()?;
-    spec.containers
-        .iter()
-        .chain(spec.init_containers.iter().flatten())
-        .find(|c| c.name == name)
 }
 
 /// Stops one running container: its preStop hook, then the runtime's stop with what is
@@ -57,7 +49,7 @@ pub async fn kill_container(
         message.unwrap_or_else(|| format!("Stopping container {name}")),
     );
     let mut remaining = grace;
-    if let Some(container) = spec_of(pod, name)
+    if let Some(container) = super::container_spec(pod, name)
         && let Some(pre_stop) = container
             .lifecycle
             .as_ref()

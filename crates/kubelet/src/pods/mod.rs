@@ -150,6 +150,18 @@ impl Shared {
     }
 }
 
+/// The container `name` of the pod's spec (regular or init).
+pub fn container_spec<'a>(
+    pod: &'a Pod,
+    name: &str,
+) -> Option<&'a k8s_openapi::api::core::v1::Container> {
+    let spec = pod.spec.as_ref()?;
+    spec.containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+        .find(|c| c.name == name)
+}
+
 /// The event field path of a pod's container.
 pub fn field_path(pod: &Pod, container: &str) -> String {
     let init = pod

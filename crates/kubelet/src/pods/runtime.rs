@@ -93,13 +93,6 @@ pub struct StatusCache {
     exited: HashMap<String, Instance>,
 }
 
-impl StatusCache {
-    /// Forgets containers not in `alive`.
-    pub fn retain(&mut self, alive: &std::collections::HashSet<String>) {
-        self.exited.retain(|id, _| alive.contains(id));
-    }
-}
-
 /// Reads the sandboxes and containers of the pod with `uid` from the runtime.
 pub async fn observe(cri: &Cri, uid: &str, cache: &mut StatusCache) -> anyhow::Result<PodRuntime> {
     let selector: HashMap<String, String> = [(POD_UID.to_string(), uid.to_string())].into();
@@ -189,6 +182,10 @@ pub async fn observe(cri: &Cri, uid: &str, cache: &mut StatusCache) -> anyhow::R
     observed
         .instances
         .sort_by_key(|i| std::cmp::Reverse(i.created_at));
+    // Containers removed since are forgotten.
+    cache
+        .exited
+        .retain(|id, _| observed.instances.iter().any(|i| &i.id == id));
     Ok(observed)
 }
 

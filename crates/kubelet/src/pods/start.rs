@@ -171,7 +171,8 @@ pub async fn start_container(
             });
         }
     };
-    let config_error = |message: String| {
+    // A failed step: kubelet's `Failed` event (`Error: <message>`) and the waiting reason.
+    let failed = |reason: &str, message: String| {
         shared.event(
             pod,
             field.clone(),
@@ -180,10 +181,11 @@ pub async fn start_container(
             format!("Error: {message}"),
         );
         Waiting {
-            reason: "CreateContainerConfigError".into(),
+            reason: reason.to_string(),
             message,
         }
     };
+    let config_error = |message: String| failed("CreateContainerConfigError", message);
     let privileged = container
         .security_context
         .as_ref()
@@ -286,20 +288,7 @@ pub async fn start_container(
         .await
     {
         Ok(response) => response.into_inner().container_id,
-        Err(status) => {
-            let message = status.message().to_string();
-            shared.event(
-                pod,
-                field.clone(),
-                true,
-                "Failed",
-                format!("Error: {message}"),
-            );
-            return Err(Waiting {
-                reason: "CreateContainerError".into(),
-                message,
-            });
-        }
+        Err(status) => return Err(failed("CreateContainerError", status.message().to_string())),
     };
     shared.event(
         pod,
@@ -314,18 +303,7 @@ pub async fn start_container(
         })
         .await
     {
-        let message = status.message().to_string();
-        shared.event(
-            pod,
-            field.clone(),
-            true,
-            "Failed",
-            format!("Error: {message}"),
-        );
-        return Err(Waiting {
-            reason: "RunContainerError".into(),
-            message,
-        });
+        return Err(failed("RunContainerError", status.message().to_string()));
     }
     shared.event(
         pod,

@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{
     ContainerStateWaiting, ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kyb_component_helpers::resource::is_sidecar;
 use std::collections::HashMap;
 
 /// Why a container is waiting, as the last sync left it (kubelet's reason cache):
@@ -47,10 +48,6 @@ fn time(ns: i64) -> Option<Time> {
         .then(|| jiff::Timestamp::from_nanosecond(i128::from(ns)).ok())
         .flatten()
         .map(Time)
-}
-
-fn is_sidecar(container: &Container) -> bool {
-    container.restart_policy.as_deref() == Some("Always")
 }
 
 fn terminated(instance: &Instance, runtime_name: &str) -> ContainerState {

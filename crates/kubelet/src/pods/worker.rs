@@ -11,6 +11,7 @@ use super::start::{SandboxHandle, run_sandbox, sandbox_config, spec_hash, start_
 use super::status::{Inputs, Waiting, generate};
 use crate::container::ContainerKind;
 use k8s_openapi::api::core::v1::{Container, Pod, PodStatus};
+use kyb_component_helpers::resource::is_sidecar;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -75,6 +76,8 @@ pub struct Worker {
     cache: StatusCache,
     /// Why each container is waiting, as the last sync left it (kubelet's reason cache).
     waiting: HashMap<String, Waiting>,
+    /// Exited instances' termination messages by container ID, read once.
+    messages: HashMap<String, String>,
     /// The message of the last FailedMount event, not to repeat it every sync.
     mount_failure: Option<String>,
 }
@@ -92,10 +95,6 @@ fn now_ns() -> i64 {
 fn spec_containers(pod: &Pod) -> (Vec<Container>, Vec<Container>) {
     let spec = pod.spec.clone().unwrap_or_default();
     (spec.init_containers.unwrap_or_default(), spec.containers)
-}
-
-fn is_sidecar(container: &Container) -> bool {
-    container.restart_policy.as_deref() == Some("Always")
 }
 
 fn restart_policy(pod: &Pod) -> String {
@@ -130,6 +129,7 @@ impl Worker {
             uid,
             cache: StatusCache::default(),
             waiting: HashMap::new(),
+            messages: HashMap::new(),
             mount_failure: None,
         }
     }
@@ -167,8 +167,14 @@ impl Worker {
     /// (`terminationMessagePath`, at most 4 KiB).
     async fn read_termination_messages(&mut self, runtime: &mut PodRuntime) {
         let (pod, _) = self.slot.get();
+        self.messages
+            .retain(|id, _| runtime.instances.iter().any(|i| &i.id == id));
         for instance in &mut runtime.instances {
             if instance.state != State::Exited || !instance.message.is_empty() {
+                continue;
+            }
+            if let Some(message) = self.messages.get(&instance.id) {
+                instance.message = message.clone();
                 continue;
             }
             let file = self
@@ -184,7 +190,7 @@ impl Worker {
             }
             // `FallbackToLogsOnError`: a failed container without a message gets the end
             // of its log.
-            let fallback = spec_of(&pod, &instance.name).is_some_and(|c| {
+            let fallback = super::container_spec(&pod, &instance.name).is_some_and(|c| {
                 c.termination_message_policy.as_deref() == Some("FallbackToLogsOnError")
             });
             if instance.message.is_empty() && instance.exit_code != 0 && fallback {
@@ -201,6 +207,8 @@ impl Worker {
                     instance.message = log_tail(&log);
                 }
             }
+            self.messages
+                .insert(instance.id.clone(), instance.message.clone());
         }
     }
 
@@ -337,6 +345,9 @@ impl Worker {
             }
         };
         let fresh_sandbox = runtime.sandbox().is_none_or(|s| s.id != sandbox.id);
+        // Whether this sync changed the runtime, so that it must be read again for the
+        // status.
+        let mut acted = fresh_sandbox;
         let runtime = if fresh_sandbox {
             self.observe().await.unwrap_or(runtime)
         } else {
@@ -356,75 +367,53 @@ impl Worker {
                 let grace = grace_period_seconds
                     .map(|s| Duration::from_secs(s.max(0) as u64))
                     .unwrap_or_else(|| grace_period(pod));
+                acted = true;
                 kill_container(&self.shared, pod, &runtime, instance, grace, Some(message)).await;
             }
         }
 
         let (init, regular) = spec_containers(pod);
         let policy = restart_policy(pod);
-        // Init containers, in order; sidecars stay running.
+        // Init containers, in order: each regular one must have succeeded before the next
+        // starts; sidecars keep running and must have started.
         let mut initialized = true;
         for container in &init {
             let latest = runtime
                 .latest(&container.name)
                 .filter(|i| i.sandbox_id == sandbox.id);
-            if is_sidecar(container) {
-                match latest.map(|i| i.state) {
-                    Some(State::Running) => {
-                        if !self.shared.probes.started(&self.uid, &container.name) {
-                            initialized = false;
-                            break;
-                        }
+            let sidecar = is_sidecar(container);
+            let state = latest.map(|i| (i.state, i.exit_code));
+            let start = match state {
+                Some((State::Running, _)) if sidecar => {
+                    if self.shared.probes.started(&self.uid, &container.name) {
                         continue;
                     }
-                    _ => {
-                        if let Some(after) = self
-                            .start(
-                                pod,
-                                &sandbox,
-                                &volumes,
-                                container,
-                                ContainerKind::Sidecar,
-                                latest,
-                            )
-                            .await
-                        {
-                            wait = wait.min(after);
-                        }
-                        initialized = false;
-                        break;
-                    }
+                    false
+                }
+                _ if sidecar => true,
+                Some((State::Exited, 0)) => continue,
+                Some((State::Running | State::Created, _)) => false,
+                // Under `restartPolicy: Never` the pod fails; its status says so from the
+                // exited init container.
+                Some((State::Exited, _)) if policy == "Never" => false,
+                _ => true,
+            };
+            if start {
+                let kind = if sidecar {
+                    ContainerKind::Sidecar
+                } else {
+                    ContainerKind::Init
+                };
+                acted = true;
+                if let Some(after) = self
+                    .start(pod, &sandbox, &volumes, container, kind, latest)
+                    .await
+                {
+                    wait = wait.min(after);
                 }
             }
-            match latest {
-                Some(i) if i.state == State::Exited && i.exit_code == 0 => continue,
-                Some(i) if i.state == State::Running || i.state == State::Created => {
-                    initialized = false;
-                    break;
-                }
-                Some(i) if i.state == State::Exited && policy == "Never" => {
-                    // The pod fails: its status says so from the exited init container.
-                    initialized = false;
-                    break;
-                }
-                latest => {
-                    if let Some(after) = self
-                        .start(
-                            pod,
-                            &sandbox,
-                            &volumes,
-                            container,
-                            ContainerKind::Init,
-                            latest,
-                        )
-                        .await
-                    {
-                        wait = wait.min(after);
-                    }
-                    initialized = false;
-                    break;
-                }
-            }
+            initialized = false;
+            break;
         }
 
         if initialized {
@@ -434,6 +423,7 @@ impl Worker {
                 match current {
                     Some(i) if i.state == State::Running => {
                         if !i.hash.is_empty() && i.hash != spec_hash(container) {
+                            acted = true;
                             kill_container(
                                 &self.shared,
                                 pod,
@@ -456,6 +446,7 @@ impl Worker {
                     }
                     _ => {}
                 }
+                acted = true;
                 if let Some(after) = self
                     .start(
                         pod,
@@ -472,7 +463,11 @@ impl Worker {
             }
         }
 
-        let runtime = self.observe().await.unwrap_or(runtime);
+        let runtime = if acted {
+            self.observe().await.unwrap_or(runtime)
+        } else {
+            runtime
+        };
         let status = self.status(pod, &runtime);
         if !self.write_status(pod, &status).await {
             wait = wait.min(RETRY);
@@ -752,15 +747,6 @@ impl Worker {
 
 /// The most of a termination message kept (kubelet's 4 KiB from the file).
 const MAX_TERMINATION_MESSAGE: usize = 4096;
-
-/// The container `name` of the pod's spec (regular or init).
-fn spec_of<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {
-    let spec = pod.spec.as_ref()?;
-    spec.containers
-        .iter()
-        .chain(spec.init_containers.iter().flatten())
-        .find(|c| c.name == name)
-}
 
 /// The last 80 lines, at most 2 KiB, of a container's log in the CRI format
 /// (`<time> <stream> <P|F> <text>`: partial lines joined), as kubelet's
