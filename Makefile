@@ -2,7 +2,7 @@
 
 DEBIAN_PACKAGES := etcd-server etcd-client protobuf-compiler libprotobuf-dev binutils \
 	containerd runc containernetworking-plugins docker-registry skopeo busybox-static \
-	nftables iptables iproute2 util-linux tar gcc libc6-dev
+	nftables iptables iproute2 util-linux procps tar gcc libc6-dev curl
 
 .PHONY: deps build images up down test lint bench
 
