@@ -37,6 +37,7 @@ pub mod node;
 pub mod pods;
 pub mod probes;
 pub mod sources;
+pub mod stats;
 pub mod volumes;
 
 pub use config::Config;
