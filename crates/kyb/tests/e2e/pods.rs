@@ -781,6 +781,51 @@ spec:
     assert_eq!(state(c, "terminated")["reason"], "OOMKilled", "{c}");
     assert_eq!(state(c, "terminated")["exitCode"], 137);
     assert_eq!(pod["status"]["qosClass"], "Burstable");
+
+    // The pod's own cgroup carries the pod's limits: the sums of its containers'.
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: sized}}
+spec:
+  containers:
+  - name: a
+    image: {BUSYBOX}
+    command: ["sleep", "3600"]
+    resources:
+      limits: {{cpu: 200m, memory: 64Mi}}
+  - name: b
+    image: {BUSYBOX}
+    command: ["sleep", "3600"]
+    resources:
+      limits: {{cpu: 100m, memory: 32Mi}}
+"#
+    ));
+    let pod = cluster.wait_for_pod("sized", "Running", |pod| {
+        pod["status"]["phase"] == "Running"
+    });
+    assert_eq!(pod["status"]["qosClass"], "Guaranteed");
+    let uid = pod["metadata"]["uid"].as_str().unwrap();
+    let read = |file: &str| {
+        std::fs::read_to_string(format!("/sys/fs/cgroup/{file}"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|e| panic!("{file}: {e}"))
+    };
+    if std::path::Path::new("/sys/fs/cgroup/memory").is_dir() {
+        assert_eq!(
+            read(&format!("memory/kubepods/pod{uid}/memory.limit_in_bytes")),
+            "100663296"
+        );
+        assert_eq!(
+            read(&format!("cpu/kubepods/pod{uid}/cpu.cfs_quota_us")),
+            "30000"
+        );
+        assert_eq!(read(&format!("cpu/kubepods/pod{uid}/cpu.shares")), "307");
+    } else {
+        assert_eq!(read(&format!("kubepods/pod{uid}/memory.max")), "100663296");
+        assert_eq!(read(&format!("kubepods/pod{uid}/cpu.max")), "30000 100000");
+    }
 }
 
 #[test]
