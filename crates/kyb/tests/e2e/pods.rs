@@ -536,6 +536,57 @@ spec:
     });
 }
 
+#[test]
+fn a_claim_bound_to_a_host_path_volume_is_mounted_as_root() {
+    let cluster = NodeCluster::start();
+    let dir = shared_dir();
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: PersistentVolume
+metadata: {{name: disk}}
+spec:
+  storageClassName: manual
+  capacity: {{storage: 1Gi}}
+  accessModes: [ReadWriteOnce]
+  hostPath: {{path: "{}", type: Directory}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {{name: data}}
+spec:
+  storageClassName: manual
+  accessModes: [ReadWriteOnce]
+  resources: {{requests: {{storage: 1Gi}}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: writer}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sh", "-c", "echo written > /data/sub/out"]
+    volumeMounts:
+    - {{name: data, mountPath: /data/sub, subPath: nested}}
+  volumes:
+  - name: data
+    persistentVolumeClaim: {{claimName: data}}
+"#,
+        dir.path().display()
+    ));
+    let pod = cluster.wait_for_pod("writer", "Succeeded", |pod| {
+        pod["status"]["phase"] == "Succeeded"
+    });
+    assert!(pod["spec"]["nodeName"].is_string(), "{pod}");
+    let written = std::fs::read_to_string(dir.path().join("nested/out")).unwrap();
+    assert_eq!(written, "written\n");
+    let claim = cluster.get_json(&["pvc", "data"]).unwrap();
+    assert_eq!(claim["status"]["phase"], "Bound");
+    assert_eq!(claim["spec"]["volumeName"], "disk");
+}
+
 /// A directory on the host that the test's pods mount (hostPath), so the test can change
 /// what their probes see.
 fn shared_dir() -> tempfile::TempDir {
