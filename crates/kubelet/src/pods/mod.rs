@@ -90,6 +90,18 @@ fn quantity(
 }
 
 impl Shared {
+    /// The address probes and hooks reach the pod at: the node's for a host-network pod,
+    /// else its sandbox's first IP.
+    pub fn pod_ip(&self, pod: &Pod, sandbox_ips: Option<&[String]>) -> Option<std::net::IpAddr> {
+        let host_network = pod.spec.as_ref().and_then(|s| s.host_network) == Some(true);
+        let ips = if host_network {
+            Some(self.host_ips.as_slice())
+        } else {
+            sandbox_ips
+        };
+        ips?.first()?.parse().ok()
+    }
+
     /// What a pod's context holds that is computed per pod.
     pub fn context_parts(&self, pod: &Pod) -> ContextParts {
         let allocatable = self.resources.allocatable();

@@ -333,7 +333,7 @@ pub async fn start_container(
         "Started",
         format!("Started container {}", container.name),
     );
-    let pod_ip = sandbox.ips.first().and_then(|ip| ip.parse().ok());
+    let pod_ip = shared.pod_ip(pod, Some(&sandbox.ips));
     if let Some(post_start) = container
         .lifecycle
         .as_ref()

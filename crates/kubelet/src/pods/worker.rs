@@ -217,10 +217,9 @@ impl Worker {
         let uid = self.uid.clone();
         // The probes follow the containers the runtime reports, also those an earlier
         // agent started (the same instance again changes nothing).
-        let pod_ip = runtime
-            .sandbox()
-            .and_then(|s| s.ips.first())
-            .and_then(|ip| ip.parse().ok());
+        let pod_ip = self
+            .shared
+            .pod_ip(pod, runtime.sandbox().map(|s| s.ips.as_slice()));
         let (init, regular) = spec_containers(pod);
         for container in init.iter().chain(&regular) {
             match runtime.latest(&container.name) {

@@ -19,6 +19,7 @@ mod events;
 mod evictions;
 mod flowcontrol;
 mod garbage_collection;
+mod grpc_probe;
 mod hardening;
 mod http;
 mod images;
