@@ -115,6 +115,7 @@ pub async fn run(
         recorder,
         backoff: Mutex::new(Default::default()),
         status: crate::pods::status_manager::StatusManager::new(client.clone()),
+        admitted: Default::default(),
         pods: pods.clone(),
         resources,
         cgroup_driver: kyb_node_sys::cgroup::driver(),

@@ -12,6 +12,7 @@
 //! - [`manager`]: the pods of this node from the API, a worker each; the runtime's events
 //!   (a relist every second, kubelet's PLEG) and probe results wake them.
 
+pub mod admission;
 pub mod backoff;
 pub mod kill;
 pub mod manager;
@@ -51,6 +52,8 @@ pub struct Shared {
     /// Pulls images as `imagePullPolicy` says, with back-off.
     pub images: crate::images::ImagePuller,
     pub status: status_manager::StatusManager,
+    /// The pods admitted onto the node and still active, with their requests.
+    pub admitted: admission::Admitted,
     /// This node's pods as the API has them (mirror pods included).
     pub pods: Arc<kyb_runtime::informer::Informer<Pod>>,
     /// The node's capacity and allocatable resources (for `resourceFieldRef` defaults).

@@ -923,6 +923,49 @@ fn the_node_registers_with_its_flags_as_root() {
             .any(|i| i["names"].as_array().unwrap().iter().any(|n| n == BUSYBOX)),
         "{images:?}"
     );
+
+    // A pod bound past the scheduler that the node cannot hold is rejected, never run.
+    let cpus = node["status"]["allocatable"]["cpu"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: too-big}}
+spec:
+  nodeName: {}
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sleep", "3600"]
+    resources:
+      requests: {{cpu: "100"}}
+"#,
+        cluster.node_name
+    ));
+    let pod = cluster.wait_for_pod("too-big", "rejected", |pod| {
+        pod["status"]["phase"] == "Failed"
+    });
+    assert_eq!(pod["status"]["reason"], "OutOfcpu");
+    let message = pod["status"]["message"].as_str().unwrap();
+    let allocatable_milli = milli_cpu(&cpus);
+    assert_eq!(
+        message,
+        format!(
+            "Pod was rejected: Node didn't have enough resource: cpu, requested: 100000, used: 0, capacity: {allocatable_milli}"
+        )
+    );
+    assert!(pod["status"]["containerStatuses"].is_null(), "{pod}");
+}
+
+/// A CPU quantity as the node reports it (`2`, `1900m`) in millicores.
+fn milli_cpu(cpu: &str) -> i64 {
+    match cpu.strip_suffix('m') {
+        Some(milli) => milli.parse().unwrap(),
+        None => cpu.parse::<i64>().unwrap() * 1000,
+    }
 }
 
 #[test]
