@@ -218,27 +218,29 @@ impl Amounts for CpuMemory {
     }
 }
 
+/// A container's CPU and memory requests (or limits).
+fn cpu_memory(container: &Container, limits: bool) -> CpuMemory {
+    let resources = container.resources.as_ref();
+    let list = if limits {
+        resources.and_then(|r| r.limits.as_ref())
+    } else {
+        resources.and_then(|r| r.requests.as_ref())
+    };
+    CpuMemory {
+        cpu: amount(list, "cpu"),
+        memory: amount(list, "memory"),
+    }
+}
+
 /// The sandbox's resources: [`linux_resources`] of the pod's requests and limits without
 /// its overhead (`calculateSandboxResources`).
 pub fn sandbox_resources(pod: &Pod) -> LinuxContainerResources {
     let Some(spec) = pod.spec.as_ref() else {
         return linux_resources(None, None, None);
     };
-    let list = |c: &Container, limits: bool| {
-        let r = c.resources.as_ref();
-        let list = if limits {
-            r.and_then(|r| r.limits.as_ref())
-        } else {
-            r.and_then(|r| r.requests.as_ref())
-        };
-        CpuMemory {
-            cpu: amount(list, "cpu"),
-            memory: amount(list, "memory"),
-        }
-    };
     let no_overhead = |_: &BTreeMap<String, ApiQuantity>| CpuMemory::default();
-    let requests = pod_amounts(spec, |c| list(c, false), no_overhead);
-    let limits = pod_amounts(spec, |c| list(c, true), no_overhead);
+    let requests = pod_amounts(spec, |c| cpu_memory(c, false), no_overhead);
+    let limits = pod_amounts(spec, |c| cpu_memory(c, true), no_overhead);
     linux_resources(
         requests.cpu.as_ref(),
         limits.cpu.as_ref(),
@@ -272,24 +274,12 @@ pub fn pod_cgroup_limits(pod: &Pod) -> kyb_node_sys::cgroup::Limits {
     if qos == "BestEffort" {
         return unlimited;
     }
-    let list = |c: &Container, limits: bool| {
-        let r = c.resources.as_ref();
-        let list = if limits {
-            r.and_then(|r| r.limits.as_ref())
-        } else {
-            r.and_then(|r| r.requests.as_ref())
-        };
-        CpuMemory {
-            cpu: amount(list, "cpu"),
-            memory: amount(list, "memory"),
-        }
-    };
     let overhead = |list: &BTreeMap<String, ApiQuantity>| CpuMemory {
         cpu: amount(Some(list), "cpu"),
         memory: amount(Some(list), "memory"),
     };
-    let requests = pod_amounts(spec, |c| list(c, false), overhead);
-    let limits = pod_amounts(spec, |c| list(c, true), overhead);
+    let requests = pod_amounts(spec, |c| cpu_memory(c, false), overhead);
+    let limits = pod_amounts(spec, |c| cpu_memory(c, true), overhead);
     let declared = |name: &str| {
         spec.containers
             .iter()
