@@ -537,7 +537,7 @@ spec:
 }
 
 #[test]
-fn a_claim_bound_to_a_host_path_volume_is_mounted_as_root() {
+fn local_volumes_claims_and_empty_dir_size_limits_as_root() {
     let cluster = NodeCluster::start();
     let dir = shared_dir();
     cluster.apply(&format!(
@@ -585,6 +585,33 @@ spec:
     let claim = cluster.get_json(&["pvc", "data"]).unwrap();
     assert_eq!(claim["status"]["phase"], "Bound");
     assert_eq!(claim["spec"]["volumeName"], "disk");
+
+    // An emptyDir past its sizeLimit gets its pod evicted, as kubelet does.
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: filler}}
+spec:
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sh", "-c", "dd if=/dev/zero of=/scratch/fill bs=1M count=3; sleep 3600"]
+    volumeMounts:
+    - {{name: scratch, mountPath: /scratch}}
+  volumes:
+  - name: scratch
+    emptyDir: {{sizeLimit: 1Mi}}
+"#
+    ));
+    let pod = cluster.wait_for_pod("filler", "evicted", |pod| {
+        pod["status"]["phase"] == "Failed"
+    });
+    assert_eq!(pod["status"]["reason"], "Evicted");
+    assert_eq!(
+        pod["status"]["message"],
+        "Usage of EmptyDir volume \"scratch\" exceeds the limit \"1Mi\". "
+    );
 }
 
 /// A directory on the host that the test's pods mount (hostPath), so the test can change
