@@ -24,6 +24,7 @@ pub mod flowcontrol;
 pub mod keepers;
 pub mod kinds;
 pub mod kubelet;
+pub mod metrics_api;
 mod names;
 mod negotiation;
 mod openapi;

@@ -193,6 +193,7 @@ impl ApiServer {
             identity: Arc::new(crate::auth::User::apiserver()),
             health: config.health.clone(),
             kubelet,
+            metrics: Default::default(),
         });
         let advertised = Advertised {
             address: advertise_address(&config),
@@ -313,6 +314,11 @@ impl ApiServer {
     pub async fn bootstrap(&self) {
         bootstrap::run(&self.engine, &self.advertised).await;
         crate::keepers::start(&self.engine).await;
+        tokio::spawn(crate::metrics_api::scrape::run(
+            self.engine.clone(),
+            self.engine.metrics.clone(),
+            Arc::new(self.engine.kubelet.clone()),
+        ));
         self.routes.ready.store(true, Ordering::Release);
     }
 
