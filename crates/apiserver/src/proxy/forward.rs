@@ -163,6 +163,10 @@ fn redirect(location: &str) -> Response {
 }
 
 #[cfg(test)]
+#[path = "forward_tests.rs"]
+mod server_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
