@@ -20,6 +20,7 @@
 //!   security context, resources, mounts, labels).
 //! - [`volumes`]: a pod's volumes on the node (emptyDir, hostPath, configMap, secret,
 //!   downwardAPI, projected, persistentVolumeClaim).
+//! - [`logs`]: containers' logs: reading, following, rotation.
 //! - [`probes`]: startup, liveness and readiness probes, and lifecycle hooks.
 //! - [`pods`]: the pod workers: each pod's sync loop against the runtime, its status, its
 //!   termination.
@@ -33,6 +34,7 @@ pub mod containerd;
 pub mod cri;
 pub mod housekeeping;
 pub mod images;
+pub mod logs;
 pub mod node;
 pub mod pods;
 pub mod probes;
