@@ -64,6 +64,7 @@ pub fn format_timestamp(timestamp: Timestamp) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

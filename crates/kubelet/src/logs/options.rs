@@ -118,6 +118,7 @@ impl LogOptions {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn parse(query: &str) -> Result<LogOptions, OptionsError> {

@@ -274,6 +274,7 @@ where
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use std::io::Write as _;
     use std::sync::Arc;

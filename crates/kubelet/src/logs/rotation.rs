@@ -189,6 +189,7 @@ async fn rotate_all(cri: &Cri, policy: LogRotation) -> anyhow::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

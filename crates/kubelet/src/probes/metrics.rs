@@ -77,6 +77,7 @@ pub fn escape(value: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn labels(uid: &str, result: &'static str) -> ProbeLabels {
