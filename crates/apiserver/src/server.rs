@@ -221,7 +221,7 @@ impl ApiServer {
         Ok(Self {
             engine,
             routes,
-            connectors: Arc::new(Connectors::default()),
+            connectors: Arc::new(default_connectors()),
             auditor: security.auditor,
             flow_control,
             config,
@@ -356,6 +356,13 @@ impl ApiServer {
             auditor.flush();
         }
     }
+}
+
+/// The connect subresources every server serves: `pods/log` and the proxies.
+fn default_connectors() -> Connectors {
+    let mut connectors = Connectors::default();
+    crate::proxy::register(&mut connectors);
+    connectors
 }
 
 /// The address the API server advertises: the configured one, else derived from the

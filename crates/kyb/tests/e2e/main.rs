@@ -24,6 +24,8 @@ mod http;
 mod images;
 mod kubectl;
 mod kubelet;
+mod kubelet_api;
+mod logs;
 mod metrics;
 mod net_controllers;
 mod node;
