@@ -124,7 +124,12 @@ pub async fn run(
     });
     // The kubelet's API (an address in use fails the agent, as it fails kubelet).
     if let Some(server) = &config.server {
-        let stats: Arc<dyn crate::stats::NodeStats> = Arc::new(crate::server::NoStats);
+        let stats: Arc<dyn crate::stats::NodeStats> = Arc::new(crate::stats::CriStats::new(
+            shared.cri.clone(),
+            &config.node_name,
+            config.root_dir.clone(),
+            config.logs_dir(),
+        ));
         let host = Arc::new(crate::server::Host {
             shared: shared.clone(),
             stats,

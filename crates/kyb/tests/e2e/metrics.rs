@@ -83,18 +83,25 @@ struct MetricsKubelet {
     counters: Arc<Mutex<Counters>>,
     scrapes: Arc<Mutex<usize>>,
     stop: Arc<AtomicBool>,
-    _dir: tempfile::TempDir,
 }
 
 impl MetricsKubelet {
-    fn start(node: Rate) -> MetricsKubelet {
-        let dir = kyb_testkit::temp_dir("metrics-kubelet").unwrap();
+    /// Serves with a certificate from `cluster`'s CA, which the API server verifies.
+    fn start(cluster: &Cluster, node: Rate) -> MetricsKubelet {
         let sans = kyb_pki::Sans {
             dns: vec!["localhost".to_string()],
             ips: vec![IpAddr::from([127, 0, 0, 1])],
         };
-        let pki = kyb_pki::Pki::load_or_create(dir.path(), &sans).unwrap();
-        let config = kyb_pki::tls::server_config(pki.serving(), pki.ca_pem()).unwrap();
+        let issuer = kyb_pki::ClientIssuer::open(&cluster.dir.path().join("pki")).unwrap();
+        let serving = issuer
+            .serving(
+                "metrics-kubelet",
+                "system:node:metrics",
+                &["system:nodes"],
+                &sans,
+            )
+            .unwrap();
+        let config = kyb_pki::tls::server_config(&serving, issuer.ca_pem()).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         listener.set_nonblocking(true).unwrap();
@@ -126,7 +133,6 @@ impl MetricsKubelet {
             counters,
             scrapes,
             stop,
-            _dir: dir,
         }
     }
 
@@ -239,10 +245,13 @@ async fn kubectl_top_shows_what_the_kubelets_report() {
     let cluster = Cluster::start();
     let client = admin_client(&cluster).await;
     let _kubelet = FakeKubelet::start(client.clone(), &["metrics-node"]).await;
-    let metrics = MetricsKubelet::start(Rate {
-        cores: 0.25,
-        memory: 512 << 20,
-    });
+    let metrics = MetricsKubelet::start(
+        &cluster,
+        Rate {
+            cores: 0.25,
+            memory: 512 << 20,
+        },
+    );
     metrics.serve_node(&client, "metrics-node").await;
     metrics.set(
         "default",
@@ -411,10 +420,13 @@ async fn an_hpa_scales_on_the_cpu_the_kubelets_report() {
     let cluster = Cluster::start_with(dir, &["--horizontal-pod-autoscaler-sync-period=1s"]);
     let client = admin_client(&cluster).await;
     let _kubelet = FakeKubelet::start(client.clone(), &["hpa-node"]).await;
-    let metrics = Arc::new(MetricsKubelet::start(Rate {
-        cores: 1.0,
-        memory: 1 << 30,
-    }));
+    let metrics = Arc::new(MetricsKubelet::start(
+        &cluster,
+        Rate {
+            cores: 1.0,
+            memory: 1 << 30,
+        },
+    ));
     metrics.serve_node(&client, "hpa-node").await;
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
     let deployment: Deployment = serde_json::from_value(json!({
@@ -487,4 +499,178 @@ async fn an_hpa_scales_on_the_cpu_the_kubelets_report() {
     })
     .await;
     follower.abort();
+}
+
+/// The millicores of a `kubectl top` CPU cell (`250m`, `1`).
+fn millicores(cell: &str) -> u64 {
+    match cell.strip_suffix('m') {
+        Some(milli) => milli.parse().unwrap(),
+        None => cell.parse::<u64>().unwrap() * 1000,
+    }
+}
+
+/// A real node (containerd in the test's namespace): the kubelet's `/stats/summary` and
+/// `/metrics/resource` (through `nodes/proxy`) report a busy pod's CPU, `kubectl top`
+/// shows it, and an HPA scales the busy Deployment up on it and back down once the
+/// Deployment's pods are idle. The pods' CPU is capped at 200m so the test stays light.
+#[test]
+fn top_and_an_hpa_follow_a_busy_pod_on_a_real_node_as_root() {
+    use crate::node::{BUSYBOX, NodeCluster};
+    let cluster = NodeCluster::start_with(&["--horizontal-pod-autoscaler-sync-period=1s"]);
+    let deployment = |command: &str| {
+        format!(
+            r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: burn
+spec:
+  replicas: 1
+  selector:
+    matchLabels: {{app: burn}}
+  template:
+    metadata:
+      labels: {{app: burn}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers:
+      - name: app
+        image: {BUSYBOX}
+        command: ["sh", "-c", "{command}"]
+        resources:
+          requests: {{cpu: 100m}}
+          limits: {{cpu: 200m}}
+"#
+        )
+    };
+    cluster.apply(&deployment("while :; do :; done"));
+    let busy_pod = cluster.wait_for("a running busy pod", Duration::from_secs(90), |cluster| {
+        let pods = cluster.get_json(&["pods", "-l", "app=burn"])?;
+        pods["items"]
+            .as_array()?
+            .iter()
+            .find(|p| p["status"]["phase"] == "Running")
+            .and_then(|p| p["metadata"]["name"].as_str())
+            .map(str::to_string)
+    });
+    let node = cluster.node_name.clone();
+
+    // The kubelet's own figures, through the API server's nodes/proxy.
+    let summary = cluster.wait_for("the pod in the summary", METRICS_WAIT, |cluster| {
+        let text = cluster.kubectl_ok(&[
+            "get",
+            "--raw",
+            &format!("/api/v1/nodes/{node}/proxy/stats/summary"),
+        ]);
+        let summary: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let pod = summary["pods"]
+            .as_array()?
+            .iter()
+            .find(|p| p["podRef"]["name"] == busy_pod.as_str())?
+            .clone();
+        // A rate needs two samples: asked again until there is one.
+        (pod["cpu"]["usageNanoCores"].as_u64()? > 0).then_some(summary)
+    });
+    assert_eq!(summary["node"]["nodeName"], node.as_str());
+    assert!(
+        summary["node"]["cpu"]["usageCoreNanoSeconds"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(
+        summary["node"]["memory"]["workingSetBytes"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(summary["node"]["fs"]["capacityBytes"].as_u64().unwrap() > 0);
+    let pod = summary["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["podRef"]["name"] == busy_pod.as_str())
+        .unwrap();
+    assert_eq!(pod["podRef"]["namespace"], "default");
+    let container = &pod["containers"][0];
+    assert_eq!(container["name"], "app");
+    assert!(container["cpu"]["usageCoreNanoSeconds"].as_u64().unwrap() > 0);
+    assert!(container["memory"]["workingSetBytes"].as_u64().unwrap() > 0);
+    assert!(container["rootfs"]["usedBytes"].is_u64(), "{container}");
+    let cut = cluster.kubectl_ok(&[
+        "get",
+        "--raw",
+        &format!("/api/v1/nodes/{node}/proxy/stats/summary?only_cpu_and_memory=true"),
+    ]);
+    let cut: serde_json::Value = serde_json::from_str(&cut).unwrap();
+    assert!(cut["node"].get("fs").is_none(), "{cut}");
+    let resource = cluster.kubectl_ok(&[
+        "get",
+        "--raw",
+        &format!("/api/v1/nodes/{node}/proxy/metrics/resource"),
+    ]);
+    let line = format!(
+        "container_cpu_usage_seconds_total{{container=\"app\",namespace=\"default\",pod=\"{busy_pod}\"}} "
+    );
+    assert!(resource.contains(&line), "{resource}");
+    assert!(
+        resource.contains("\nresource_scrape_error 0\n"),
+        "{resource}"
+    );
+
+    // kubectl top: non-zero CPU for the node and the busy container.
+    let nodes = cluster.wait_for("node metrics", METRICS_WAIT, |cluster| {
+        let output = cluster.kubectl(&["top", "nodes"]);
+        let table = rows(&String::from_utf8_lossy(&output.stdout));
+        (output.status.success() && table.len() == 2 && millicores(&table[1][1]) > 0)
+            .then_some(table)
+    });
+    assert_eq!(nodes[1][0], node);
+    let containers = cluster.wait_for("busy pod metrics", METRICS_WAIT, |cluster| {
+        let output = cluster.kubectl(&["top", "pods", "--containers", "-l", "app=burn"]);
+        let table = rows(&String::from_utf8_lossy(&output.stdout));
+        (output.status.success() && table.len() == 2 && millicores(&table[1][2]) >= 50)
+            .then_some(table)
+    });
+    assert_eq!(containers[1][..2], [busy_pod.as_str(), "app"]);
+
+    // An HPA at 50% of the 100m request: about 200% used, so up to the maximum of 2.
+    cluster.apply(
+        r#"
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata:
+  name: burn
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: burn}
+  minReplicas: 1
+  maxReplicas: 2
+  metrics:
+  - type: Resource
+    resource:
+      name: cpu
+      target: {type: Utilization, averageUtilization: 50}
+  behavior:
+    scaleDown: {stabilizationWindowSeconds: 0}
+"#,
+    );
+    let replicas = |cluster: &NodeCluster| {
+        cluster.get_json(&["deployment", "burn"])?["spec"]["replicas"].as_i64()
+    };
+    cluster.wait_for("scaled up to 2", Duration::from_secs(120), |cluster| {
+        (replicas(cluster)? == 2).then_some(())
+    });
+    // The load stops (the pods replaced by idle ones; the replica count left to the
+    // HPA): back to 1.
+    cluster.kubectl_ok(&[
+        "patch",
+        "deployment",
+        "burn",
+        "--type=json",
+        "-p",
+        r#"[{"op": "replace", "path": "/spec/template/spec/containers/0/command", "value": ["sh", "-c", "sleep 3600"]}]"#,
+    ]);
+    cluster.wait_for("scaled down to 1", Duration::from_secs(180), |cluster| {
+        (replicas(cluster)? == 1).then_some(())
+    });
 }
