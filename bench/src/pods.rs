@@ -313,7 +313,7 @@ async fn measure(
         println!(
             "\n## Node stats with {count} pods Running (the agent's CriStats, in process, {STATS_ROUNDS} rounds)\n"
         );
-        println!("| endpoint | p50 | p99 | pods reported |");
+        println!("| endpoint | p50 | p99 | pods (containers) reported |");
         println!("|---|---|---|---|");
         for (endpoint, latencies, reported) in costs {
             println!(
@@ -345,6 +345,26 @@ async fn stats_cost(
         root.join("logs"),
     );
     let mut out = Vec::new();
+    // The runtime's share: the one CRI call whose cost grows with the containers.
+    let mut cri = kyb_kubelet::cri::Cri::connect(runtime)?;
+    let mut samples = Vec::with_capacity(STATS_ROUNDS);
+    let mut reported = 0;
+    for _ in 0..STATS_ROUNDS {
+        let started = Instant::now();
+        reported = cri
+            .runtime
+            .list_container_stats(k8s_cri::v1::ListContainerStatsRequest { filter: None })
+            .await?
+            .into_inner()
+            .stats
+            .len();
+        samples.push(started.elapsed());
+    }
+    out.push((
+        "CRI ListContainerStats alone",
+        Latencies::new(samples),
+        reported,
+    ));
     for endpoint in [
         "/stats/summary",
         "/stats/summary?only_cpu_and_memory=true",

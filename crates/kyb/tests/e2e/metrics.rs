@@ -8,12 +8,13 @@
 use crate::cluster::{Cluster, rows};
 use crate::kubelet::{FakeKubelet, admin_client};
 use crate::poll::within;
+use crate::webhook_server::{TlsStream, accept_tls, respond};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::net::{IpAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -104,7 +105,6 @@ impl MetricsKubelet {
         let config = kyb_pki::tls::server_config(&serving, issuer.ca_pem()).unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        listener.set_nonblocking(true).unwrap();
         let counters = Arc::new(Mutex::new(Counters {
             node,
             containers: HashMap::new(),
@@ -114,18 +114,9 @@ impl MetricsKubelet {
         let scrapes = Arc::new(Mutex::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         {
-            let (counters, scrapes, stop) = (counters.clone(), scrapes.clone(), stop.clone());
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    match listener.accept() {
-                        Ok((socket, _)) => {
-                            let (config, counters, scrapes) =
-                                (config.clone(), counters.clone(), scrapes.clone());
-                            std::thread::spawn(move || answer(socket, config, &counters, &scrapes));
-                        }
-                        Err(_) => std::thread::sleep(Duration::from_millis(5)),
-                    }
-                }
+            let (counters, scrapes) = (counters.clone(), scrapes.clone());
+            accept_tls(listener, config, stop.clone(), move |stream| {
+                answer(stream, &counters, &scrapes)
             });
         }
         MetricsKubelet {
@@ -173,17 +164,7 @@ impl Drop for MetricsKubelet {
     }
 }
 
-fn answer(
-    socket: std::net::TcpStream,
-    config: Arc<rustls::ServerConfig>,
-    counters: &Mutex<Counters>,
-    scrapes: &Mutex<usize>,
-) {
-    socket.set_nonblocking(false).ok();
-    let Ok(connection) = rustls::ServerConnection::new(config) else {
-        return;
-    };
-    let mut stream = rustls::StreamOwned::new(connection, socket);
+fn answer(mut stream: TlsStream, counters: &Mutex<Counters>, scrapes: &Mutex<usize>) {
     let mut reader = BufReader::new(&mut stream);
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).is_err() {
@@ -195,21 +176,23 @@ fn answer(
             break;
         }
     }
-    let (status, body) = if request_line.starts_with("GET /metrics/resource ") {
+    if request_line.starts_with("GET /metrics/resource ") {
         *scrapes.lock().unwrap() += 1;
-        ("200 OK", counters.lock().unwrap().render())
+        let body = counters.lock().unwrap().render();
+        respond(
+            stream,
+            "200 OK",
+            "text/plain; version=0.0.4; charset=utf-8",
+            &body,
+        );
     } else {
-        ("404 Not Found", "404 page not found\n".to_string())
-    };
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = stream.write_all(head.as_bytes());
-    let _ = stream.write_all(body.as_bytes());
-    let _ = stream.flush();
-    stream.conn.send_close_notify();
-    let _ = stream.flush();
+        respond(
+            stream,
+            "404 Not Found",
+            "text/plain",
+            "404 page not found\n",
+        );
+    }
 }
 
 /// A pod bound to `node` with the given containers.
