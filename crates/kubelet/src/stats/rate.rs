@@ -2,7 +2,7 @@
 //! container, pod and the node keep a reference sample (cumulative core-nanoseconds and
 //! when), and a new sample's rate is the difference over the time between them.
 //!
-//! A reference is replaced only once a new sample is at least [`MIN_WINDOW`] newer, so two
+//! A reference is replaced only once a new sample is at least [`MIN_WINDOW_NANOS`] newer, so two
 //! scrapes close together (the metrics API and a `/stats/summary` reader) do not make a
 //! window of a few microseconds whose rate is noise. Keys not seen in a sampling round are
 //! forgotten, so the table stays as large as what runs.

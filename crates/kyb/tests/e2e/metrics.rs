@@ -330,6 +330,10 @@ async fn kubectl_top_shows_what_the_kubelets_report() {
     assert_eq!(containers[2], ["busy", "side", "100m", "16Mi"]);
     let pod_rows = rows(&cluster.kubectl_ok(&["top", "pod", "busy"]));
     assert_eq!(pod_rows[1], ["busy", "600m", "80Mi"]);
+    // `kubectl get` prints metrics-server's table: usage summed, the window.
+    let table = rows(&cluster.kubectl_ok(&["get", "podmetrics", "busy"]));
+    assert_eq!(table[0], ["NAME", "CPU", "MEMORY", "WINDOW"]);
+    assert_eq!(table[1][..3], ["busy", "600m", "80Mi"]);
     let all = rows(&cluster.kubectl_ok(&["top", "pods", "-A", "-l", "app=busy"]));
     assert_eq!(all[1][..2], ["default", "busy"]);
 
