@@ -3,7 +3,8 @@
 //! `default` (the first ClusterIP) with its Endpoints and EndpointSlice pointing at this
 //! API server; the system PriorityClasses (`system-cluster-critical`,
 //! `system-node-critical`); and the default RBAC roles and bindings (created when missing; the
-//! aggregated ClusterRoles `admin`, `edit`, `view` with their aggregated rules filled in).
+//! aggregated ClusterRoles `admin`, `edit`, `view` with their aggregated rules filled in),
+//! with the kubelet client's user bound to `system:kubelet-api-admin`.
 
 use crate::engine::Engine;
 use crate::rest;
@@ -83,6 +84,7 @@ async fn try_run(engine: &Arc<Engine>, advertised: &Advertised) -> Result<(), ky
     });
     rest::ensure(engine, find("", "v1", "services")?, service, true).await?;
     policy(engine).await?;
+    crate::metrics_api::register::ensure(engine).await?;
     // Where the API server can be reached from pods: worth a warning, not a refusal to serve.
     for (object, resource) in [
         (endpoints, find("", "v1", "endpoints")?),
@@ -117,12 +119,13 @@ async fn policy(engine: &Arc<Engine>) -> Result<(), kyb_api::Status> {
             fields.insert("rules".into(), kyb_rbac::PolicyRule::list_to_json(rules));
         }
     }
+    let mut cluster_role_bindings = kyb_rbac::bootstrap::cluster_role_bindings();
+    if let Some(user) = engine.kubelet.user() {
+        cluster_role_bindings.push(crate::kubelet::api_admin_binding(user));
+    }
     let sets = [
         ("clusterroles", cluster_roles),
-        (
-            "clusterrolebindings",
-            kyb_rbac::bootstrap::cluster_role_bindings(),
-        ),
+        ("clusterrolebindings", cluster_role_bindings),
         ("roles", kyb_rbac::bootstrap::roles()),
         ("rolebindings", kyb_rbac::bootstrap::role_bindings()),
     ];
@@ -146,7 +149,7 @@ async fn policy(engine: &Arc<Engine>) -> Result<(), kyb_api::Status> {
     Ok(())
 }
 
-fn ignore_exists(result: Result<Value, kyb_api::Status>) -> Result<(), kyb_api::Status> {
+pub(crate) fn ignore_exists(result: Result<Value, kyb_api::Status>) -> Result<(), kyb_api::Status> {
     match result {
         Ok(_) => Ok(()),
         Err(status) if status.code == 409 => Ok(()),

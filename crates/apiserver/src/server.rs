@@ -75,6 +75,8 @@ pub struct Config {
     /// Checks kept by others (the process's supervised components, its shutdown), reported
     /// beside the server's own in `/readyz`, `/livez` and `/healthz`.
     pub health: kyb_component::Health,
+    /// How the server reaches kubelets (`--kubelet-*`).
+    pub kubelet: crate::kubelet::KubeletClientConfig,
 }
 
 impl Default for Config {
@@ -92,6 +94,7 @@ impl Default for Config {
             request_timeout: std::time::Duration::from_secs(60),
             connection_limits: kyb_serving::tls::Limits::default(),
             health: kyb_component::Health::default(),
+            kubelet: crate::kubelet::KubeletClientConfig::default(),
         }
     }
 }
@@ -113,6 +116,8 @@ pub enum StartError {
     Cache(#[from] kyb_storage::Error),
     #[error("building the resource registry: {0}")]
     Registry(#[from] kyb_api::registry::RegistryError),
+    #[error("configuring the kubelet client: {0}")]
+    KubeletClient(#[from] kyb_pki::Error),
 }
 
 /// How the server proves who it is and learns who its clients are.
@@ -170,6 +175,7 @@ impl ApiServer {
         config: Config,
         security: Security,
     ) -> Result<Self, StartError> {
+        let kubelet = crate::kubelet::KubeletClient::new(&config.kubelet)?;
         let registry = Arc::new(crate::strategies::registry()?);
         let cache = WatchCache::start(store.clone(), registry.clone()).await?;
         let authorizer = Arc::new(crate::auth::Authorizer {
@@ -186,6 +192,8 @@ impl ApiServer {
             services: ServiceRanges::new(config.service_cidr, config.node_ports),
             identity: Arc::new(crate::auth::User::apiserver()),
             health: config.health.clone(),
+            kubelet,
+            metrics: Default::default(),
         });
         let advertised = Advertised {
             address: advertise_address(&config),
@@ -213,7 +221,7 @@ impl ApiServer {
         Ok(Self {
             engine,
             routes,
-            connectors: Arc::new(Connectors::default()),
+            connectors: Arc::new(default_connectors()),
             auditor: security.auditor,
             flow_control,
             config,
@@ -306,6 +314,11 @@ impl ApiServer {
     pub async fn bootstrap(&self) {
         bootstrap::run(&self.engine, &self.advertised).await;
         crate::keepers::start(&self.engine).await;
+        tokio::spawn(crate::metrics_api::scrape::run(
+            self.engine.clone(),
+            self.engine.metrics.clone(),
+            Arc::new(self.engine.kubelet.clone()),
+        ));
         self.routes.ready.store(true, Ordering::Release);
     }
 
@@ -343,6 +356,13 @@ impl ApiServer {
             auditor.flush();
         }
     }
+}
+
+/// The connect subresources every server serves: `pods/log` and the proxies.
+fn default_connectors() -> Connectors {
+    let mut connectors = Connectors::default();
+    crate::proxy::register(&mut connectors);
+    connectors
 }
 
 /// The address the API server advertises: the configured one, else derived from the
