@@ -10,4 +10,8 @@
 //!   against a backend's SPDY;
 //! - [`tunnel`]: the port-forward WebSocket tunnel, SPDY carried in binary messages.
 
+pub mod channel;
+pub mod remotecommand;
 pub mod spdy;
+pub mod translator;
+pub mod tunnel;

@@ -1,0 +1,133 @@
+//! kube-apiserver's StreamTranslator: a client's exec or attach over WebSocket
+//! (`v5.channel.k8s.io`, or v4) run against a backend's remotecommand over SPDY. Client
+//! stdin and resize messages go to the SPDY stdin and resize streams (v5's `[255, 0]` ends
+//! stdin with a FIN); the backend's stdout and stderr go back as channel 1 and 2 messages;
+//! once both have ended, the backend's status goes out on channel 3 and the WebSocket is
+//! closed. Every hop awaits the next (bounded queues), so a slow side slows the other
+//! instead of filling memory.
+
+use crate::channel::{self, Incoming, Version};
+use crate::remotecommand::{self, Outcome, RemoteCommand};
+use crate::spdy::StreamReader;
+use bytes::Bytes;
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, frame::coding::CloseCode};
+
+/// Messages queued towards the client before the backend's readers wait.
+const CLIENT_QUEUE: usize = 8;
+
+/// Serves `client` (the upgraded connection, after our 101 with `version`) from `command`
+/// until the command ends or the client goes away.
+pub async fn translate<S>(client: S, version: Version, command: RemoteCommand)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    let websocket = WebSocketStream::from_raw_socket(client, Role::Server, None).await;
+    let (mut sink, mut source) = websocket.split();
+    let RemoteCommand {
+        session,
+        mut error,
+        mut stdin,
+        stdout,
+        stderr,
+        resize,
+    } = command;
+    let (to_client, mut queued) = mpsc::channel::<Message>(CLIENT_QUEUE);
+
+    // As kubelet's WebSocket server does: an empty message on the lowest writable channel
+    // tells the client the streams are up.
+    let first = if stdout.is_some() {
+        channel::STDOUT
+    } else if stderr.is_some() {
+        channel::STDERR
+    } else {
+        channel::ERROR
+    };
+    let _ = to_client
+        .send(Message::Binary(channel::encode(first, &[]).into()))
+        .await;
+
+    let output = async move {
+        tokio::join!(
+            pump(stdout, channel::STDOUT, &to_client),
+            pump(stderr, channel::STDERR, &to_client)
+        );
+        let mut status = remotecommand::read_status(&mut error).await;
+        if status.is_empty() {
+            status = remotecommand::status(&Outcome::Success)
+                .to_string()
+                .into_bytes();
+        }
+        let _ = to_client
+            .send(Message::Binary(
+                channel::encode(channel::ERROR, &status).into(),
+            ))
+            .await;
+        let _ = to_client
+            .send(Message::Close(Some(CloseFrame {
+                code: CloseCode::Normal,
+                reason: "".into(),
+            })))
+            .await;
+    };
+    let writer = async move {
+        while let Some(message) = queued.recv().await {
+            if sink.send(message).await.is_err() {
+                // The client is gone; the input side notices too.
+                return;
+            }
+        }
+    };
+    let input = async move {
+        while let Some(message) = source.next().await {
+            let data = match message {
+                Ok(Message::Binary(data)) => data,
+                Ok(Message::Close(_)) | Err(_) => break,
+                Ok(_) => continue,
+            };
+            match channel::decode(version, &data) {
+                Incoming::Stdin(bytes) => {
+                    if let Some(stdin) = &stdin
+                        && stdin.write(Bytes::copy_from_slice(bytes)).await.is_err()
+                    {
+                        tracing::debug!("the backend's stdin closed");
+                    }
+                }
+                Incoming::Resize(size) => {
+                    if let Some(resize) = &resize {
+                        let _ = resize.write(Bytes::copy_from_slice(size)).await;
+                    }
+                }
+                Incoming::Close(channel::STDIN) => {
+                    if let Some(stdin) = stdin.take() {
+                        let _ = stdin.close().await;
+                    }
+                }
+                Incoming::Close(_) | Incoming::Other => {}
+            }
+        }
+    };
+    tokio::select! {
+        _ = async { tokio::join!(output, writer) } => {}
+        () = input => tracing::debug!("the client left before the command ended"),
+    }
+    session.close();
+}
+
+/// Copies one backend output stream to the client's `channel`.
+async fn pump(reader: Option<StreamReader>, channel: u8, to_client: &mpsc::Sender<Message>) {
+    let Some(mut reader) = reader else { return };
+    while let Some(chunk) = reader.read().await {
+        let message = Message::Binary(channel::encode(channel, &chunk).into());
+        if to_client.send(message).await.is_err() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
