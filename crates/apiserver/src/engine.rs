@@ -40,6 +40,8 @@ pub struct Engine {
     pub identity: Arc<User>,
     /// The process's component checks (`Config::health`), which ComponentStatus reports.
     pub health: kyb_component::Health,
+    /// The client connectors reach kubelets with (`pods/log`, `nodes/proxy`, `pods/exec`, …).
+    pub kubelet: crate::kubelet::KubeletClient,
 }
 
 /// Where Services' ClusterIPs and NodePorts come from; allocation is serialized.

@@ -23,6 +23,7 @@ pub mod filters;
 pub mod flowcontrol;
 pub mod keepers;
 pub mod kinds;
+pub mod kubelet;
 mod names;
 mod negotiation;
 mod openapi;

@@ -75,6 +75,8 @@ pub struct Config {
     /// Checks kept by others (the process's supervised components, its shutdown), reported
     /// beside the server's own in `/readyz`, `/livez` and `/healthz`.
     pub health: kyb_component::Health,
+    /// How the server reaches kubelets (`--kubelet-*`).
+    pub kubelet: crate::kubelet::KubeletClientConfig,
 }
 
 impl Default for Config {
@@ -92,6 +94,7 @@ impl Default for Config {
             request_timeout: std::time::Duration::from_secs(60),
             connection_limits: kyb_serving::tls::Limits::default(),
             health: kyb_component::Health::default(),
+            kubelet: crate::kubelet::KubeletClientConfig::default(),
         }
     }
 }
@@ -113,6 +116,8 @@ pub enum StartError {
     Cache(#[from] kyb_storage::Error),
     #[error("building the resource registry: {0}")]
     Registry(#[from] kyb_api::registry::RegistryError),
+    #[error("configuring the kubelet client: {0}")]
+    KubeletClient(#[from] kyb_pki::Error),
 }
 
 /// How the server proves who it is and learns who its clients are.
@@ -170,6 +175,7 @@ impl ApiServer {
         config: Config,
         security: Security,
     ) -> Result<Self, StartError> {
+        let kubelet = crate::kubelet::KubeletClient::new(&config.kubelet)?;
         let registry = Arc::new(crate::strategies::registry()?);
         let cache = WatchCache::start(store.clone(), registry.clone()).await?;
         let authorizer = Arc::new(crate::auth::Authorizer {
@@ -186,6 +192,7 @@ impl ApiServer {
             services: ServiceRanges::new(config.service_cidr, config.node_ports),
             identity: Arc::new(crate::auth::User::apiserver()),
             health: config.health.clone(),
+            kubelet,
         });
         let advertised = Advertised {
             address: advertise_address(&config),
