@@ -217,10 +217,12 @@ impl ApiServer {
             ready: Arc::new(AtomicBool::new(false)),
             health: config.health.clone(),
         });
+        let mut connectors = Connectors::default();
+        crate::streaming::register(&mut connectors);
         Ok(Self {
             engine,
             routes,
-            connectors: Arc::new(Connectors::default()),
+            connectors: Arc::new(connectors),
             auditor: security.auditor,
             flow_control,
             config,

@@ -118,6 +118,20 @@ where
     session.close();
 }
 
+/// Ends `client` (upgraded, after our 101) with `status` on the error channel, for a
+/// command that could not start (the backend refused it), as kube-apiserver's translator
+/// reports a failed SPDY upgrade.
+pub async fn refuse<S>(client: S, status: &[u8])
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send,
+{
+    let mut websocket = WebSocketStream::from_raw_socket(client, Role::Server, None).await;
+    let message = Message::Binary(channel::encode(channel::ERROR, status).into());
+    if websocket.send(message).await.is_ok() {
+        let _ = websocket.close(None).await;
+    }
+}
+
 /// Copies one backend output stream to the client's `channel`.
 async fn pump(reader: Option<StreamReader>, channel: u8, to_client: &mpsc::Sender<Message>) {
     let Some(mut reader) = reader else { return };
