@@ -128,7 +128,8 @@ struct Details {
 
 #[derive(Deserialize)]
 struct Cause {
-    #[serde(default, rename = "type")]
+    // metav1.StatusCause's `Type` is `reason` in JSON.
+    #[serde(default, rename = "reason")]
     kind: String,
     #[serde(default)]
     message: String,
@@ -170,7 +171,7 @@ pub fn status(outcome: &Outcome) -> serde_json::Value {
             "status": "Failure",
             "message": format!("command terminated with non-zero exit code: exit status {code}"),
             "reason": "NonZeroExitCode",
-            "details": {"causes": [{"type": "ExitCode", "message": code.to_string()}]},
+            "details": {"causes": [{"reason": "ExitCode", "message": code.to_string()}]},
         }),
         Outcome::Failed(message) => serde_json::json!({
             "metadata": {},
@@ -195,7 +196,7 @@ mod tests {
             outcome(br#"{"metadata":{},"status":"Success"}"#),
             Outcome::Success
         );
-        let exited = br#"{"metadata":{},"status":"Failure","message":"command terminated with non-zero exit code: exit status 3","reason":"NonZeroExitCode","details":{"causes":[{"type":"ExitCode","message":"3"}]}}"#;
+        let exited = br#"{"metadata":{},"status":"Failure","message":"command terminated with non-zero exit code: exit status 3","reason":"NonZeroExitCode","details":{"causes":[{"reason":"ExitCode","message":"3"}]}}"#;
         assert_eq!(outcome(exited), Outcome::Exited(3));
         assert_eq!(
             outcome(br#"{"status":"Failure","message":"no such container"}"#),
