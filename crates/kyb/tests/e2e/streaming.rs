@@ -1,0 +1,243 @@
+//! exec, attach, cp, `run -it --rm` and port-forward with the real kubectl through the
+//! API server and the node's kubelet to containerd (see [`crate::node`]): over WebSocket
+//! (`v5.channel.k8s.io`, translated to SPDY by the API server; port-forward's SPDY
+//! tunnelled in WebSocket), and over SPDY end to end, which kubectl uses when its
+//! WebSocket executors are switched off. Each test needs root.
+
+use crate::node::{BUSYBOX, NodeCluster};
+use std::io::{BufRead, BufReader, Write as _};
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// kubectl's switches for its WebSocket executors (on by default): off, it speaks SPDY.
+const SPDY_ONLY: [(&str, &str); 2] = [
+    ("KUBECTL_REMOTE_COMMAND_WEBSOCKETS", "false"),
+    ("KUBECTL_PORT_FORWARD_WEBSOCKETS", "false"),
+];
+
+/// kubectl with `env` and `input` on its standard input.
+fn kubectl(cluster: &NodeCluster, env: &[(&str, &str)], args: &[&str], input: &str) -> Output {
+    let mut child = cluster
+        .command("kubectl")
+        .env("KUBECONFIG", cluster.kubeconfig())
+        .envs(env.iter().copied())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    wait_output(child, Duration::from_secs(60))
+}
+
+/// Waits for `child` (its stdin already closed or kept by the caller), killing it past
+/// `limit`.
+fn wait_output(mut child: Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "timed out; stdout {:?}, stderr {:?}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// `command` under `script`, so kubectl gets a terminal; `input` typed into it. Its
+/// exit code is the command's (`script -e`).
+fn in_terminal(cluster: &NodeCluster, command: &str, input: &str) -> Output {
+    let mut child = cluster
+        .command("script")
+        .env("KUBECONFIG", cluster.kubeconfig())
+        .args(["-q", "-e", "-c", command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kept open until the command ends: script ends early at the end of its input.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    let output = wait_output(child, Duration::from_secs(60));
+    drop(stdin);
+    output
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn run_pod(cluster: &NodeCluster, manifest: &str, name: &str) {
+    cluster.apply(manifest);
+    cluster.wait_for_pod(name, "Running", |pod| pod["status"]["phase"] == "Running");
+}
+
+#[test]
+fn exec_attach_cp_and_run_through_the_kubelet_as_root() {
+    let cluster = NodeCluster::start();
+    run_pod(
+        &cluster,
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: shell}}\nspec:\n  containers:\n  \
+             - {{name: shell, image: {BUSYBOX}, command: [sleep, '3600']}}\n"
+        ),
+        "shell",
+    );
+
+    for (protocol, env) in [("WebSocket", &[][..]), ("SPDY", &SPDY_ONLY[..])] {
+        // The command's exit code becomes kubectl's; stdout and stderr stay apart.
+        let output = kubectl(
+            &cluster,
+            env,
+            &["exec", "shell", "--", "sh", "-c", "echo out; echo err >&2; exit 3"],
+            "",
+        );
+        assert_eq!(output.status.code(), Some(3), "{protocol}: {output:?}");
+        assert_eq!(text(&output.stdout), "out\n", "{protocol}");
+        assert!(text(&output.stderr).starts_with("err\n"), "{protocol}: {output:?}");
+        // stdin is read to its end, past SPDY's 64 KiB window.
+        let input = "0123456789abcdef\n".repeat(8 * 1024);
+        let output = kubectl(&cluster, env, &["exec", "-i", "shell", "--", "cat"], &input);
+        assert!(output.status.success(), "{protocol}: {}", text(&output.stderr));
+        assert_eq!(output.stdout.len(), input.len(), "{protocol}");
+        assert!(output.stdout == input.as_bytes(), "{protocol}");
+    }
+
+    // A terminal: a shell that reads the typed lines (the quotes tell the echoed
+    // command from its output) and exits 7.
+    let output = in_terminal(
+        &cluster,
+        "kubectl exec -it shell -- sh",
+        "echo in-t''ty\nexit 7\n",
+    );
+    assert!(text(&output.stdout).contains("in-tty"), "{output:?}");
+    assert_eq!(output.status.code(), Some(7), "{output:?}");
+
+    // cp both ways with a directory (tar over exec).
+    let local = tempfile::tempdir().unwrap();
+    let tree = local.path().join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::write(tree.join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(tree.join("sub/b.txt"), "beta\n").unwrap();
+    cluster.kubectl_ok(&["cp", tree.to_str().unwrap(), "shell:/tmp/tree"]);
+    assert_eq!(
+        cluster.kubectl_ok(&["exec", "shell", "--", "cat", "/tmp/tree/sub/b.txt"]),
+        "beta\n"
+    );
+    let back = local.path().join("back");
+    cluster.kubectl_ok(&["cp", "shell:/tmp/tree", back.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(back.join("a.txt")).unwrap(), "alpha\n");
+    assert_eq!(std::fs::read_to_string(back.join("sub/b.txt")).unwrap(), "beta\n");
+
+    // attach: the container's stdin (stdinOnce) is ours until we close it.
+    run_pod(
+        &cluster,
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: echo}}\nspec:\n  restartPolicy: Never\n  \
+             containers:\n  - {{name: echo, image: {BUSYBOX}, command: [cat], stdin: true, \
+             stdinOnce: true}}\n"
+        ),
+        "echo",
+    );
+    let output = kubectl(&cluster, &[], &["attach", "-i", "echo"], "through attach\n");
+    assert!(
+        text(&output.stdout).contains("through attach"),
+        "{output:?}"
+    );
+
+    // run -it --rm: a shell in a new pod, which is deleted when it ends.
+    let output = in_terminal(
+        &cluster,
+        &format!(
+            "kubectl run -it --rm once --image={BUSYBOX} --restart=Never -- sh"
+        ),
+        "echo from-r''un\nexit\n",
+    );
+    assert!(text(&output.stdout).contains("from-run"), "{output:?}");
+    cluster.wait_for("pod once deleted", Duration::from_secs(60), |cluster| {
+        cluster.pod("once").is_none().then_some(())
+    });
+
+    // Without `create` on pods/exec, neither protocol gets a stream.
+    cluster.apply(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: peek}\nrules:\n\
+         - {apiGroups: [''], resources: [pods, pods/exec], verbs: [get, list]}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: peek}\n\
+         roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: peek}\n\
+         subjects: [{kind: User, name: alice, apiGroup: rbac.authorization.k8s.io}]\n",
+    );
+    for env in [&[][..], &SPDY_ONLY[..]] {
+        let output = kubectl(
+            &cluster,
+            env,
+            &["--as=alice", "exec", "shell", "--", "touch", "/tmp/forbidden"],
+            "",
+        );
+        assert!(!output.status.success());
+        assert!(
+            text(&output.stderr)
+                .contains("User \"alice\" cannot create resource \"pods/exec\" in API group \"\" in the namespace \"default\""),
+            "{output:?}"
+        );
+    }
+    let output = cluster.kubectl(&["exec", "shell", "--", "test", "-e", "/tmp/forbidden"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+}
+
+/// `kubectl port-forward pod/web LOCAL:8080` until it says it is forwarding.
+fn port_forward(cluster: &NodeCluster, env: &[(&str, &str)], local: u16) -> Child {
+    let mut child = cluster
+        .command("kubectl")
+        .env("KUBECONFIG", cluster.kubeconfig())
+        .envs(env.iter().copied())
+        .args(["port-forward", "pod/web", &format!("{local}:8080")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.starts_with("Forwarding from"), "{line:?}");
+    // Keep reading so kubectl never blocks on a full pipe.
+    std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    child
+}
+
+#[test]
+fn port_forward_reaches_a_pods_port_through_the_kubelet_as_root() {
+    let cluster = NodeCluster::start();
+    run_pod(
+        &cluster,
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: web}}\nspec:\n  containers:\n  \
+             - name: web\n    image: {BUSYBOX}\n    command: [sh, -c, 'echo forwarded > \
+             /var/www/index.html && exec httpd -f -p 8080 -h /var/www']\n"
+        ),
+        "web",
+    );
+    for (local, env) in [(18081, &[][..]), (18082, &SPDY_ONLY[..])] {
+        let mut forwarding = port_forward(&cluster, env, local);
+        // Several requests: each is a new forwarded connection (new SPDY streams).
+        for _ in 0..3 {
+            let body = cluster.wait_for("a forwarded answer", Duration::from_secs(30), |c| {
+                c.http_get("127.0.0.1", local, "/index.html")
+            });
+            assert_eq!(body, "forwarded\n", "through port {local}");
+        }
+        forwarding.kill().unwrap();
+        forwarding.wait().unwrap();
+    }
+}
