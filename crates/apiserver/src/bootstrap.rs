@@ -3,7 +3,8 @@
 //! `default` (the first ClusterIP) with its Endpoints and EndpointSlice pointing at this
 //! API server; the system PriorityClasses (`system-cluster-critical`,
 //! `system-node-critical`); and the default RBAC roles and bindings (created when missing; the
-//! aggregated ClusterRoles `admin`, `edit`, `view` with their aggregated rules filled in).
+//! aggregated ClusterRoles `admin`, `edit`, `view` with their aggregated rules filled in),
+//! with the kubelet client's user bound to `system:kubelet-api-admin`.
 
 use crate::engine::Engine;
 use crate::rest;
@@ -117,12 +118,13 @@ async fn policy(engine: &Arc<Engine>) -> Result<(), kyb_api::Status> {
             fields.insert("rules".into(), kyb_rbac::PolicyRule::list_to_json(rules));
         }
     }
+    let mut cluster_role_bindings = kyb_rbac::bootstrap::cluster_role_bindings();
+    if let Some(user) = engine.kubelet.user() {
+        cluster_role_bindings.push(crate::kubelet::api_admin_binding(user));
+    }
     let sets = [
         ("clusterroles", cluster_roles),
-        (
-            "clusterrolebindings",
-            kyb_rbac::bootstrap::cluster_role_bindings(),
-        ),
+        ("clusterrolebindings", cluster_role_bindings),
         ("roles", kyb_rbac::bootstrap::roles()),
         ("rolebindings", kyb_rbac::bootstrap::role_bindings()),
     ];

@@ -28,6 +28,7 @@ mod names;
 mod negotiation;
 mod openapi;
 mod protobuf;
+pub mod proxy;
 pub mod response;
 mod rest;
 mod router;

@@ -217,12 +217,10 @@ impl ApiServer {
             ready: Arc::new(AtomicBool::new(false)),
             health: config.health.clone(),
         });
-        let mut connectors = Connectors::default();
-        crate::streaming::register(&mut connectors);
         Ok(Self {
             engine,
             routes,
-            connectors: Arc::new(connectors),
+            connectors: Arc::new(default_connectors()),
             auditor: security.auditor,
             flow_control,
             config,
@@ -352,6 +350,15 @@ impl ApiServer {
             auditor.flush();
         }
     }
+}
+
+/// The connect subresources every server serves: `pods/log` and the proxies; exec,
+/// attach and port-forward.
+fn default_connectors() -> Connectors {
+    let mut connectors = Connectors::default();
+    crate::proxy::register(&mut connectors);
+    crate::streaming::register(&mut connectors);
+    connectors
 }
 
 /// The address the API server advertises: the configured one, else derived from the

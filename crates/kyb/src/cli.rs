@@ -144,6 +144,9 @@ pub struct ServerArgs {
     #[command(flatten)]
     pub controllers: ControllerArgs,
 
+    #[command(flatten)]
+    pub kubelet_client: KubeletClientArgs,
+
     /// Run the control plane only, without the node agent (`kyb server`; the agent also
     /// stays off when the server does not run as root).
     #[arg(long)]
@@ -422,4 +425,32 @@ pub struct NodeArgs {
     /// kubelet's defaults otherwise).
     #[arg(long, value_name = "THRESHOLDS")]
     pub eviction_hard: Option<String>,
+}
+
+/// How the API server reaches kubelets (kube-apiserver's flags of the same names). Without
+/// a certificate, `kyb` issues `kube-apiserver-kubelet-client` from the cluster CA; without
+/// a CA, kubelets' certificates are verified against the cluster CA.
+#[derive(Clone, Debug, Args)]
+pub struct KubeletClientArgs {
+    /// The client certificate (PEM) the API server presents to kubelets.
+    #[arg(long, value_name = "FILE", requires = "kubelet_client_key")]
+    pub kubelet_client_certificate: Option<PathBuf>,
+
+    /// The key of --kubelet-client-certificate.
+    #[arg(long, value_name = "FILE", requires = "kubelet_client_certificate")]
+    pub kubelet_client_key: Option<PathBuf>,
+
+    /// The CA (PEM) kubelets' serving certificates are verified against.
+    #[arg(long, value_name = "FILE")]
+    pub kubelet_certificate_authority: Option<PathBuf>,
+
+    /// The Node address types tried, in order, to reach a kubelet.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP",
+        value_parser = clap::builder::PossibleValuesParser::new(kyb_apiserver::kubelet::NODE_ADDRESS_TYPES),
+        value_name = "TYPE,…"
+    )]
+    pub kubelet_preferred_address_types: Vec<String>,
 }

@@ -46,6 +46,42 @@ pub fn issue(pki: &Pki, node_name: &str) -> anyhow::Result<Vec<Component>> {
         .collect()
 }
 
+/// How the API server reaches kubelets: the certificate and key of
+/// `--kubelet-client-certificate`/`--kubelet-client-key`, else `kube-apiserver-kubelet-client`
+/// issued from the cluster CA (the API server binds it to `system:kubelet-api-admin`);
+/// kubelets verified against `--kubelet-certificate-authority`, else the cluster CA.
+pub fn kubelet_client(
+    pki: &Pki,
+    args: &crate::cli::KubeletClientArgs,
+) -> anyhow::Result<kyb_apiserver::kubelet::KubeletClientConfig> {
+    let read = |path: &Path| {
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+    };
+    let credentials = match (&args.kubelet_client_certificate, &args.kubelet_client_key) {
+        (Some(cert), Some(key)) => Credentials {
+            cert_pem: read(cert)?,
+            key_pem: read(key)?,
+        },
+        _ => pki
+            .client(
+                "apiserver-kubelet-client",
+                "kube-apiserver-kubelet-client",
+                &[],
+            )
+            .context("issuing the kubelet client certificate")?,
+    };
+    let certificate_authority = match &args.kubelet_certificate_authority {
+        Some(path) => read(path)?,
+        None => pki.ca_pem().to_string(),
+    };
+    Ok(kyb_apiserver::kubelet::KubeletClientConfig {
+        client_certificate: Some(credentials),
+        certificate_authority: Some(certificate_authority),
+        preferred_address_types: args.kubelet_preferred_address_types.clone(),
+        ..Default::default()
+    })
+}
+
 /// Where the components' kubeconfigs are, under the data dir.
 const DIR: &str = "components";
 

@@ -69,7 +69,7 @@ pub async fn run(
     let compactor = tokio::spawn(run_compactor(store.clone(), DEFAULT_COMPACTION_INTERVAL));
 
     let health = Health::new();
-    let config = Config {
+    let mut config = Config {
         bind_address: args.bind_address,
         port: args.port,
         max_requests_in_flight: args.max_requests_inflight.max(1),
@@ -93,6 +93,7 @@ pub async fn run(
         .client("admin", "kubernetes-admin", &["system:masters"])
         .context("issuing the admin certificate")?;
     let components = crate::identities::issue(&pki, &crate::identities::node_name())?;
+    config.kubelet = crate::identities::kubelet_client(&pki, &args.kubelet_client)?;
     let tokens = match &args.token_auth_file {
         Some(path) => TokenFile::load(path).map_err(anyhow::Error::msg)?,
         None => TokenFile::default(),

@@ -158,6 +158,8 @@ pub fn classify(method: &Method, path: &str, watch: bool) -> Target {
         [resource] => (*resource, None, None),
         [resource, name] => (*resource, Some(*name), None),
         [resource, name, sub] => (*resource, Some(*name), Some(*sub)),
+        // `…/pods/web/proxy/some/path`: the proxy subresource, the rest its path.
+        [resource, name, "proxy", ..] => (*resource, Some(*name), Some("proxy")),
         _ => return Target::NonResource,
     };
     // A namespace named in the path of the namespaces resource is the object itself.
@@ -247,6 +249,37 @@ mod tests {
         );
         let r = resource(Method::GET, "/api/v1/namespaces", false);
         assert_eq!(r.verb, Verb::List);
+    }
+
+    #[test]
+    fn proxy_paths_are_the_proxy_subresource() {
+        let r = resource(
+            Method::POST,
+            "/api/v1/namespaces/ns/pods/web:8080/proxy/a/b",
+            false,
+        );
+        assert_eq!(
+            (
+                r.verb,
+                r.name.as_deref(),
+                r.subresource.as_deref(),
+                r.namespace.as_deref()
+            ),
+            (Verb::Create, Some("web:8080"), Some("proxy"), Some("ns"))
+        );
+        let r = resource(Method::GET, "/api/v1/nodes/n1/proxy/stats/summary", false);
+        assert_eq!(
+            (r.resource.as_str(), r.subresource.as_deref()),
+            ("nodes", Some("proxy"))
+        );
+        assert_eq!(
+            classify(
+                &Method::GET,
+                "/api/v1/namespaces/ns/pods/web/status/x",
+                false
+            ),
+            Target::NonResource
+        );
     }
 
     #[test]

@@ -16,33 +16,13 @@ pub const DEFAULT_PREFERRED_ADDRESS_TYPES: [&str; 5] = [
 ];
 
 /// The Node address types Kubernetes defines.
-const ADDRESS_TYPES: [&str; 5] = [
+pub const NODE_ADDRESS_TYPES: [&str; 5] = [
     "Hostname",
     "InternalIP",
     "ExternalIP",
     "InternalDNS",
     "ExternalDNS",
 ];
-
-/// Parses `--kubelet-preferred-address-types` (comma-separated), refusing a type
-/// Kubernetes does not define.
-pub fn parse_preferred_address_types(text: &str) -> Result<Vec<String>, String> {
-    let mut types = Vec::new();
-    for item in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-        if !ADDRESS_TYPES.contains(&item) {
-            return Err(format!(
-                "--kubelet-preferred-address-types contains an invalid value: {item:?}; \
-                 valid values are {}",
-                ADDRESS_TYPES.join(", ")
-            ));
-        }
-        types.push(item.to_string());
-    }
-    if types.is_empty() {
-        return Err("--kubelet-preferred-address-types must not be empty".to_string());
-    }
-    Ok(types)
-}
 
 /// The address of `node` to reach its kubelet at, by `preferred` type; Kubernetes' error
 /// (`no preferred addresses found; known addresses: [{InternalIP 10.0.0.1}]`) when none fits.
@@ -160,18 +140,5 @@ mod tests {
         let zero = json!({"status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": 0}}}});
         assert_eq!(kubelet_port(&zero, 10250), 10250);
         assert_eq!(kubelet_port(&json!({}), 10250), 10250);
-    }
-
-    #[test]
-    fn address_types_are_parsed_and_unknown_ones_refused() {
-        assert_eq!(
-            parse_preferred_address_types("ExternalIP, InternalIP"),
-            Ok(vec!["ExternalIP".to_string(), "InternalIP".to_string()])
-        );
-        let error = parse_preferred_address_types("InternalIP,LegacyHostIP")
-            .err()
-            .unwrap_or_default();
-        assert!(error.contains("\"LegacyHostIP\""), "{error}");
-        assert!(parse_preferred_address_types(" , ").is_err());
     }
 }

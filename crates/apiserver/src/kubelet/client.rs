@@ -4,13 +4,13 @@
 //! response handed back as it arrives.
 
 use super::address::{DEFAULT_PREFERRED_ADDRESS_TYPES, kubelet_port, preferred_address};
+use super::dial::{join_host_port, open};
 use super::errors::{backend_status, transport_error};
 use crate::engine::Engine;
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt as _;
 use hyper::body::Incoming;
 use hyper::upgrade::Upgraded;
-use hyper_util::rt::TokioIo;
 use kyb_api::Status;
 use kyb_pki::Credentials;
 use kyb_serving::Body;
@@ -69,11 +69,7 @@ pub struct KubeletLocation {
 impl KubeletLocation {
     /// `host:port`, an IPv6 address in brackets.
     pub fn authority(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
+        join_host_port(&self.host, self.port)
     }
 
     /// The kubelet's URL for `path_and_query` (`/containerLogs/ns/pod/c?follow=true`).
@@ -89,6 +85,8 @@ pub struct KubeletClient {
 }
 
 struct Inner {
+    /// The user the client certificate names, if there is one.
+    user: Option<String>,
     tls: Arc<rustls::ClientConfig>,
     insecure_tls: Arc<rustls::ClientConfig>,
     preferred_address_types: Vec<String>,
@@ -117,8 +115,14 @@ impl KubeletClient {
             Some(ca_pem) => kyb_pki::tls::client_config(ca_pem, identity)?,
             None => insecure_tls.clone(),
         };
+        let user = identity
+            .and_then(|c| kyb_pki::tls::pem_certificates(&c.cert_pem).ok())
+            .and_then(|certificates| certificates.into_iter().next())
+            .and_then(|der| kyb_pki::identity(&der))
+            .map(|identity| identity.user);
         Ok(KubeletClient {
             inner: Arc::new(Inner {
+                user,
                 tls,
                 insecure_tls,
                 preferred_address_types: config.preferred_address_types.clone(),
@@ -126,6 +130,12 @@ impl KubeletClient {
                 connect_timeout: config.connect_timeout,
             }),
         })
+    }
+
+    /// The user kubelets see (the client certificate's common name), if the client has a
+    /// certificate: what the bootstrap policy lets call the kubelet API.
+    pub fn user(&self) -> Option<&str> {
+        self.inner.user.as_deref()
     }
 
     /// Where `node_name`'s kubelet is, from the Node in the watch cache: `404 nodes "x" not
@@ -151,36 +161,44 @@ impl KubeletClient {
 
     /// Sends `request` (its URI's path and query are used; `Host` is set to the kubelet)
     /// and returns the kubelet's response with its body still streaming. Any answer,
-    /// error codes included, is returned; a failure to get one is Go's transport error.
+    /// error codes included, is returned; a failure to get one is Go's client error
+    /// (`Get "https://…": dial tcp …`).
     pub async fn send(
         &self,
         location: &KubeletLocation,
         request: Request<Body>,
     ) -> Result<Response<Incoming>, Status> {
-        let (mut parts, body) = request.into_parts();
-        let path = parts
-            .uri
-            .path_and_query()
-            .map_or("/", |p| p.as_str())
-            .to_string();
-        let url = location.url(&path);
-        let method = parts.method.clone();
-        parts.uri = path
-            .parse()
-            .map_err(|e| Status::bad_request(format!("invalid kubelet path {path:?}: {e}")))?;
-        let authority = location
-            .authority()
-            .parse::<http::HeaderValue>()
-            .map_err(|e| Status::internal(format!("invalid kubelet address {url:?}: {e}")))?;
-        parts.headers.insert(http::header::HOST, authority);
-        let mut sender = self
-            .connect(location)
+        let method = request.method().clone();
+        let url = location.url(request.uri().path_and_query().map_or("/", |p| p.as_str()));
+        self.round_trip(location, request)
             .await
-            .map_err(|why| transport_error(&method, &url, why))?;
+            .map_err(|why| transport_error(&method, &url, why))
+    }
+
+    /// [`KubeletClient::send`] with the failure as the transport words it
+    /// (`dial tcp …: connect: connection refused`), as a reverse proxy reports it.
+    pub(crate) async fn round_trip(
+        &self,
+        location: &KubeletLocation,
+        request: Request<Body>,
+    ) -> Result<Response<Incoming>, String> {
+        let tls = if location.insecure_skip_tls_verify {
+            self.inner.insecure_tls.clone()
+        } else {
+            self.inner.tls.clone()
+        };
+        let mut sender = open(
+            &location.host,
+            location.port,
+            Some(tls),
+            self.inner.connect_timeout,
+        )
+        .await?;
+        let request = origin_form(request, &location.authority())?;
         sender
-            .send_request(Request::from_parts(parts, body))
+            .send_request(request)
             .await
-            .map_err(|e| transport_error(&method, &url, e))
+            .map_err(|e| e.to_string())
     }
 
     /// Sends an upgrade request (`Connection: Upgrade`, `Upgrade: SPDY/3.1`, …) and
@@ -209,50 +227,20 @@ impl KubeletClient {
         let (parts, _) = response.into_parts();
         Ok((Response::from_parts(parts, ()), upgraded))
     }
-
-    /// A new connection to the kubelet, TLS established, its driver spawned.
-    async fn connect(
-        &self,
-        location: &KubeletLocation,
-    ) -> Result<hyper::client::conn::http1::SendRequest<Body>, String> {
-        let address = location.authority();
-        let tls = if location.insecure_skip_tls_verify {
-            self.inner.insecure_tls.clone()
-        } else {
-            self.inner.tls.clone()
-        };
-        let server_name = rustls::pki_types::ServerName::try_from(location.host.clone())
-            .map_err(|e| format!("invalid server name {:?}: {e}", location.host))?;
-        let dial = async {
-            let tcp = tokio::net::TcpStream::connect(&address)
-                .await
-                .map_err(|e| format!("dial tcp {address}: {}", go_io_error(&e)))?;
-            let _ = tcp.set_nodelay(true);
-            tokio_rustls::TlsConnector::from(tls)
-                .connect(server_name, tcp)
-                .await
-                .map_err(|e| format!("tls: {e}"))
-        };
-        let stream = tokio::time::timeout(self.inner.connect_timeout, dial)
-            .await
-            .map_err(|_| format!("dial tcp {address}: i/o timeout"))??;
-        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| e.to_string())?;
-        tokio::spawn(async move {
-            if let Err(error) = connection.with_upgrades().await {
-                tracing::debug!(%error, "kubelet connection ended");
-            }
-        });
-        Ok(sender)
-    }
 }
 
-/// An I/O error as Go words the common ones (`connect: connection refused`).
-fn go_io_error(error: &std::io::Error) -> String {
-    match error.kind() {
-        std::io::ErrorKind::ConnectionRefused => "connect: connection refused".to_string(),
-        std::io::ErrorKind::TimedOut => "i/o timeout".to_string(),
-        _ => error.to_string(),
-    }
+/// The request as sent on a connection to `authority`: HTTP/1.1, the URI in origin form
+/// (path and query), `Host` the backend's.
+pub fn origin_form(request: Request<Body>, authority: &str) -> Result<Request<Body>, String> {
+    let (mut parts, body) = request.into_parts();
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    parts.uri = path
+        .parse()
+        .map_err(|e| format!("invalid path {path:?}: {e}"))?;
+    parts.version = http::Version::HTTP_11;
+    let host = authority
+        .parse::<http::HeaderValue>()
+        .map_err(|e| format!("invalid address {authority:?}: {e}"))?;
+    parts.headers.insert(http::header::HOST, host);
+    Ok(Request::from_parts(parts, body))
 }

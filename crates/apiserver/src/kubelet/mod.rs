@@ -7,13 +7,34 @@
 
 mod address;
 mod client;
+pub(crate) mod dial;
 mod errors;
 
 pub use address::{
-    DEFAULT_PREFERRED_ADDRESS_TYPES, kubelet_port, parse_preferred_address_types, preferred_address,
+    DEFAULT_PREFERRED_ADDRESS_TYPES, NODE_ADDRESS_TYPES, kubelet_port, preferred_address,
 };
-pub use client::{KubeletClient, KubeletClientConfig, KubeletLocation};
+pub use client::{KubeletClient, KubeletClientConfig, KubeletLocation, origin_form};
 pub use errors::{backend_status, transport_error};
+
+/// The ClusterRoleBinding that lets the API server's kubelet client user call every
+/// kubelet API (`nodes/proxy`, `nodes/log`, `nodes/stats`, `nodes/metrics`), which
+/// kubelets authorize by SubjectAccessReview — as k3s binds its `kube-apiserver` user.
+pub fn api_admin_binding(user: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {
+            "name": "kube-apiserver-kubelet-admin",
+            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+        },
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "system:kubelet-api-admin",
+        },
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    })
+}
 
 #[cfg(test)]
 mod tests;

@@ -22,6 +22,7 @@ use tokio::sync::{Notify, mpsc};
 use tower::ServiceExt;
 
 mod health;
+mod kubelet;
 
 struct InProcess {
     stack: Stack,
