@@ -4,7 +4,9 @@
 //! tunnelled in WebSocket), and over SPDY end to end, which kubectl uses when its
 //! WebSocket executors are switched off. Each test needs root.
 
+use crate::cluster::{Cluster, Who};
 use crate::node::{BUSYBOX, NodeCluster};
+use serde_json::Value;
 use std::io::{BufRead, BufReader, Write as _};
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -101,16 +103,30 @@ fn exec_attach_cp_and_run_through_the_kubelet_as_root() {
         let output = kubectl(
             &cluster,
             env,
-            &["exec", "shell", "--", "sh", "-c", "echo out; echo err >&2; exit 3"],
+            &[
+                "exec",
+                "shell",
+                "--",
+                "sh",
+                "-c",
+                "echo out; echo err >&2; exit 3",
+            ],
             "",
         );
         assert_eq!(output.status.code(), Some(3), "{protocol}: {output:?}");
         assert_eq!(text(&output.stdout), "out\n", "{protocol}");
-        assert!(text(&output.stderr).starts_with("err\n"), "{protocol}: {output:?}");
+        assert!(
+            text(&output.stderr).starts_with("err\n"),
+            "{protocol}: {output:?}"
+        );
         // stdin is read to its end, past SPDY's 64 KiB window.
         let input = "0123456789abcdef\n".repeat(8 * 1024);
         let output = kubectl(&cluster, env, &["exec", "-i", "shell", "--", "cat"], &input);
-        assert!(output.status.success(), "{protocol}: {}", text(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{protocol}: {}",
+            text(&output.stderr)
+        );
         assert_eq!(output.stdout.len(), input.len(), "{protocol}");
         assert!(output.stdout == input.as_bytes(), "{protocol}");
     }
@@ -138,8 +154,14 @@ fn exec_attach_cp_and_run_through_the_kubelet_as_root() {
     );
     let back = local.path().join("back");
     cluster.kubectl_ok(&["cp", "shell:/tmp/tree", back.to_str().unwrap()]);
-    assert_eq!(std::fs::read_to_string(back.join("a.txt")).unwrap(), "alpha\n");
-    assert_eq!(std::fs::read_to_string(back.join("sub/b.txt")).unwrap(), "beta\n");
+    assert_eq!(
+        std::fs::read_to_string(back.join("a.txt")).unwrap(),
+        "alpha\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(back.join("sub/b.txt")).unwrap(),
+        "beta\n"
+    );
 
     // attach: the container's stdin (stdinOnce) is ours until we close it.
     run_pod(
@@ -160,9 +182,7 @@ fn exec_attach_cp_and_run_through_the_kubelet_as_root() {
     // run -it --rm: a shell in a new pod, which is deleted when it ends.
     let output = in_terminal(
         &cluster,
-        &format!(
-            "kubectl run -it --rm once --image={BUSYBOX} --restart=Never -- sh"
-        ),
+        &format!("kubectl run -it --rm once --image={BUSYBOX} --restart=Never -- sh"),
         "echo from-r''un\nexit\n",
     );
     assert!(text(&output.stdout).contains("from-run"), "{output:?}");
@@ -182,7 +202,14 @@ fn exec_attach_cp_and_run_through_the_kubelet_as_root() {
         let output = kubectl(
             &cluster,
             env,
-            &["--as=alice", "exec", "shell", "--", "touch", "/tmp/forbidden"],
+            &[
+                "--as=alice",
+                "exec",
+                "shell",
+                "--",
+                "touch",
+                "/tmp/forbidden",
+            ],
             "",
         );
         assert!(!output.status.success());
@@ -240,4 +267,146 @@ fn port_forward_reaches_a_pods_port_through_the_kubelet_as_root() {
         forwarding.kill().unwrap();
         forwarding.wait().unwrap();
     }
+}
+
+/// A WebSocket upgrade for `path` as kubectl sends it, offering `protocol`, as the admin
+/// or as `as_user` (impersonated): (code, the Status' message).
+fn websocket_get(
+    cluster: &Cluster,
+    path: &str,
+    protocol: &str,
+    as_user: Option<&str>,
+) -> (u16, String) {
+    let mut headers = vec![
+        ("Connection", "Upgrade"),
+        ("Upgrade", "websocket"),
+        ("Sec-WebSocket-Version", "13"),
+        ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ("Sec-WebSocket-Protocol", protocol),
+    ];
+    if let Some(user) = as_user {
+        headers.push(("Impersonate-User", user));
+    }
+    let (code, _, body) = cluster.http_as(Who::Admin, "GET", path, &headers, b"");
+    let status: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(status["kind"], "Status", "{body}");
+    assert_eq!(status["code"], code, "{body}");
+    (
+        code,
+        status["message"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+#[test]
+fn exec_attach_and_port_forward_requests_are_checked_before_the_kubelet() {
+    let cluster = Cluster::start();
+    // No node: the pod stays unscheduled.
+    cluster.kubectl_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: two}\nspec:\n  containers:\n  \
+         - {name: a, image: busybox}\n  - {name: b, image: busybox}\n",
+    );
+    cluster.kubectl_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: peek}\nrules:\n\
+         - {apiGroups: [''], resources: [pods, pods/exec, pods/portforward], verbs: [get]}\n---\n\
+         apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: peek}\n\
+         roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: peek}\n\
+         subjects: [{kind: User, name: alice, apiGroup: rbac.authorization.k8s.io}]\n",
+    );
+    let pods = "/api/v1/namespaces/default/pods";
+    let v5 = "v5.channel.k8s.io";
+    let cases: &[(&str, &str, Option<&str>, u16, &str)] = &[
+        (
+            "two/exec?command=true&stdout=true",
+            v5,
+            None,
+            400,
+            "a container name must be specified for pod two, choose one of: [a b]",
+        ),
+        (
+            "two/exec?command=true&stdout=true&container=c",
+            v5,
+            None,
+            400,
+            "container c is not valid for pod two",
+        ),
+        (
+            "two/exec?command=true&stdout=true&container=a",
+            v5,
+            None,
+            400,
+            "pod two does not have a host assigned",
+        ),
+        (
+            "two/attach?stdout=true&container=b",
+            "v4.channel.k8s.io",
+            None,
+            400,
+            "pod two does not have a host assigned",
+        ),
+        (
+            "two/portforward",
+            "SPDY/3.1+portforward.k8s.io",
+            None,
+            400,
+            "pod two does not have a host assigned",
+        ),
+        (
+            "nope/exec?command=true&stdout=true",
+            v5,
+            None,
+            404,
+            "pods \"nope\" not found",
+        ),
+        (
+            "two/exec?stdout=true&container=a",
+            v5,
+            None,
+            400,
+            "you must specify at least one command for the container",
+        ),
+        (
+            "two/attach?container=a",
+            v5,
+            None,
+            400,
+            "you must specify at least 1 of stdin, stdout, stderr",
+        ),
+        (
+            "two/exec?command=true&stdout=true&container=a",
+            "base64.channel.k8s.io",
+            None,
+            400,
+            "requested protocol(s) are not supported: [base64.channel.k8s.io]; supports [v5.channel.k8s.io v4.channel.k8s.io]",
+        ),
+        // `get` on pods/exec lets the upgrade through the filters; `create` is needed too.
+        (
+            "two/exec?command=true&stdout=true&container=a",
+            v5,
+            Some("alice"),
+            403,
+            "pods \"two\" is forbidden: User \"alice\" cannot create resource \"pods/exec\" in API group \"\" in the namespace \"default\"",
+        ),
+        (
+            "two/portforward",
+            "SPDY/3.1+portforward.k8s.io",
+            Some("alice"),
+            403,
+            "pods \"two\" is forbidden: User \"alice\" cannot create resource \"pods/portforward\" in API group \"\" in the namespace \"default\"",
+        ),
+    ];
+    for (path, protocol, user, code, message) in cases {
+        let answer = websocket_get(&cluster, &format!("{pods}/{path}"), protocol, *user);
+        assert_eq!(answer, (*code, message.to_string()), "{path} ({protocol})");
+    }
+    // Neither WebSocket nor SPDY: Kubernetes' proxy requires an upgrade.
+    let (code, body) = cluster.http(
+        "POST",
+        &format!("{pods}/two/exec?command=true&stdout=true&container=a"),
+        "application/json",
+        b"",
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(body.contains("Upgrade request required"), "{body}");
 }
