@@ -48,6 +48,10 @@ pub async fn run(
     ready: impl FnOnce(),
     cancel: CancellationToken,
 ) -> anyhow::Result<()> {
+    // Everything the agent starts stops when it returns, failed or not (a restarted agent
+    // must find the API's port free).
+    let cancel = cancel.child_token();
+    let _stop_on_return = cancel.clone().drop_guard();
     let cri = Cri::connect(endpoint)?;
     let version = cri
         .runtime
@@ -83,6 +87,9 @@ pub async fn run(
         .map_or_else(|| "127.0.0.1".to_string(), |ip| ip.to_string());
     let mut options = NodeOptions::new(&config.node_name, config.root_dir.clone(), KUBELET_VERSION);
     options.node_ip = config.node_ip;
+    if let Some(server) = &config.server {
+        options.kubelet_port = i32::from(server.port);
+    }
     config.node.apply(&mut options);
     let eviction_hard = options.eviction_hard.clone();
     let node = NodeAgent::new(
@@ -92,14 +99,6 @@ pub async fn run(
     );
     let resources = node.resources();
     let pressure = node.pressure();
-    let node_task = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if let Err(error) = node.run(|| true, cancel.cancelled_owned()).await {
-                tracing::error!(error = %format!("{error:#}"), "the node's registration and status");
-            }
-        })
-    };
     let shared = Arc::new(Shared {
         images: crate::images::ImagePuller::new(cri.clone()),
         cri,
@@ -123,6 +122,37 @@ pub async fn run(
         resolv_conf: "/etc/resolv.conf".into(),
         seccomp_root: config.root_dir.join("seccomp"),
     });
+    // The kubelet's API (an address in use fails the agent, as it fails kubelet).
+    if let Some(server) = &config.server {
+        let stats: Arc<dyn crate::stats::NodeStats> = Arc::new(crate::server::NoStats);
+        let host = Arc::new(crate::server::Host {
+            shared: shared.clone(),
+            stats,
+            configz: crate::server::configz(&config),
+            node_log_dir: "/var/log".into(),
+            pod_starts: Default::default(),
+        });
+        let node_ips: Vec<std::net::IpAddr> = shared
+            .host_ips
+            .iter()
+            .filter_map(|ip| ip.parse().ok())
+            .collect();
+        crate::server::start(server, host, &node_ips, client.clone(), cancel.clone()).await?;
+    }
+    tokio::spawn(crate::logs::rotation::run(
+        shared.cri.clone(),
+        config.log_rotation,
+        cancel.clone(),
+    ));
+    // The node is registered once the server listens (its Node names the port).
+    let node_task = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if let Err(error) = node.run(|| true, cancel.cancelled_owned()).await {
+                tracing::error!(error = %format!("{error:#}"), "the node's registration and status");
+            }
+        })
+    };
     // Static pods: read once now (so the first sweep of orphans knows them), then every
     // 20 s; their mirror pods kept in the API.
     let statics = config.pod_manifest_path.clone().map(|dir| {

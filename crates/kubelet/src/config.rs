@@ -22,6 +22,12 @@ pub struct Config {
     /// `--max-pods`, `--system-reserved`, `--kube-reserved`, `--eviction-hard` (applied
     /// over [`crate::node::NodeOptions::new`]'s defaults).
     pub node: NodeFlags,
+    /// The kubelet's API (port 10250); `None`: not served.
+    pub server: Option<crate::server::ServerConfig>,
+    /// `--client-ca-file` (its contents are in `server`).
+    pub client_ca_file: Option<PathBuf>,
+    /// `--container-log-max-size` and `--container-log-max-files`.
+    pub log_rotation: crate::logs::LogRotation,
 }
 
 /// The node flags a user may set; `None`/empty keeps kubelet's default.

@@ -20,9 +20,12 @@
 //!   security context, resources, mounts, labels).
 //! - [`volumes`]: a pod's volumes on the node (emptyDir, hostPath, configMap, secret,
 //!   downwardAPI, projected, persistentVolumeClaim).
+//! - [`logs`]: containers' logs: reading, following, rotation.
 //! - [`probes`]: startup, liveness and readiness probes, and lifecycle hooks.
 //! - [`pods`]: the pod workers: each pod's sync loop against the runtime, its status, its
 //!   termination.
+//! - [`server`]: the kubelet's API on port 10250 (logs, exec, attach, port-forward, pods,
+//!   metrics, stats), authenticated and authorized through the API server.
 //! - [`node`]: the Node object (registration, status, Lease), eviction, garbage
 //!   collection and static pods.
 
@@ -33,9 +36,11 @@ pub mod containerd;
 pub mod cri;
 pub mod housekeeping;
 pub mod images;
+pub mod logs;
 pub mod node;
 pub mod pods;
 pub mod probes;
+pub mod server;
 pub mod sources;
 pub mod stats;
 pub mod volumes;

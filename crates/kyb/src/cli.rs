@@ -152,6 +152,14 @@ pub struct ServerArgs {
     #[arg(long)]
     pub disable_agent: bool,
 
+    /// The node agent's API (kubelet's `--address`): the address it listens on.
+    #[arg(long, default_value = "0.0.0.0", value_name = "IP")]
+    pub kubelet_address: IpAddr,
+
+    /// The node agent's API (kubelet's `--port`): the port it listens on.
+    #[arg(long, default_value_t = 10250, value_name = "N")]
+    pub kubelet_port: u16,
+
     #[command(flatten)]
     pub node: NodeArgs,
 }
@@ -376,6 +384,14 @@ pub struct KubeletArgs {
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: PathBuf,
 
+    /// The address the agent's API (logs, exec, port-forward, metrics) listens on.
+    #[arg(long, default_value = "0.0.0.0", value_name = "IP")]
+    pub address: IpAddr,
+
+    /// The port the agent's API listens on.
+    #[arg(long, default_value_t = 10250, value_name = "N")]
+    pub port: u16,
+
     #[command(flatten)]
     pub node: NodeArgs,
 }
@@ -425,6 +441,28 @@ pub struct NodeArgs {
     /// kubelet's defaults otherwise).
     #[arg(long, value_name = "THRESHOLDS")]
     pub eviction_hard: Option<String>,
+
+    /// The agent API's serving certificate (PEM) [default: `kyb server`: issued by the
+    /// cluster CA; `kyb kubelet`: requested through the CSR API, self-signed meanwhile].
+    #[arg(long, value_name = "FILE", requires = "tls_private_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// The private key (PEM) of --tls-cert-file.
+    #[arg(long, value_name = "FILE", requires = "tls_cert_file")]
+    pub tls_private_key_file: Option<PathBuf>,
+
+    /// The CA (PEM) whose client certificates the agent's API accepts [default: `kyb
+    /// server`: the cluster CA; `kyb kubelet`: none, bearer tokens only].
+    #[arg(long, value_name = "FILE")]
+    pub client_ca_file: Option<PathBuf>,
+
+    /// A container's log file is rotated once it reaches this size.
+    #[arg(long, default_value = "10Mi", value_name = "QUANTITY")]
+    pub container_log_max_size: String,
+
+    /// The most log files a container keeps, the current one included (at least 2).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub container_log_max_files: i64,
 }
 
 /// How the API server reaches kubelets (kube-apiserver's flags of the same names). Without

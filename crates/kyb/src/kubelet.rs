@@ -5,7 +5,10 @@
 use crate::cli::{KubeletArgs, NodeArgs};
 use anyhow::Context as _;
 use kyb_component::{Component, Context, Health, Supervisor};
+use kyb_kubelet::server::{Issuer, ServingCertificate};
+use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// The component's name (`component/kubelet` in `/readyz`).
 const NAME: &str = "kubelet";
@@ -18,7 +21,7 @@ pub async fn run(args: KubeletArgs, data_dir: Option<PathBuf>) -> anyhow::Result
     );
     let data_dir = data_dir.map_or_else(crate::server::default_data_dir, Ok)?;
     let client = crate::scheduler::client(&args.kubeconfig).await?;
-    let config = config(&args.node, &data_dir)?;
+    let config = config(&args.node, &data_dir, (args.address, args.port), None, None)?;
     let mut supervisor = Supervisor::new(Health::new());
     let node = args.node.clone();
     supervisor.essential(kyb_component::once(NAME, move |ctx| {
@@ -27,8 +30,42 @@ pub async fn run(args: KubeletArgs, data_dir: Option<PathBuf>) -> anyhow::Result
     Ok(supervisor.run(crate::server::shutdown_signal()).await?)
 }
 
-/// The agent's settings from its flags and the data dir.
-pub fn config(args: &NodeArgs, data_dir: &std::path::Path) -> anyhow::Result<kyb_kubelet::Config> {
+/// The agent's settings from its flags and the data dir; its API listens on `listen`, with
+/// a certificate from `issuer` and client certificates of `client_ca_pem` unless the flags
+/// say otherwise.
+pub fn config(
+    args: &NodeArgs,
+    data_dir: &std::path::Path,
+    listen: (IpAddr, u16),
+    issuer: Option<Issuer>,
+    client_ca_pem: Option<String>,
+) -> anyhow::Result<kyb_kubelet::Config> {
+    let log_rotation = kyb_kubelet::logs::LogRotation::new(
+        &args.container_log_max_size,
+        args.container_log_max_files,
+    )
+    .map_err(anyhow::Error::msg)?;
+    let certificate = match (&args.tls_cert_file, &args.tls_private_key_file, issuer) {
+        (Some(cert), Some(key), _) => ServingCertificate::Files {
+            cert: cert.clone(),
+            key: key.clone(),
+        },
+        (_, _, Some(issuer)) => ServingCertificate::Issued(issuer),
+        _ => ServingCertificate::Bootstrap,
+    };
+    let client_ca_pem = match &args.client_ca_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("reading --client-ca-file {}", path.display()))?,
+        ),
+        None => client_ca_pem,
+    };
+    let server = kyb_kubelet::server::ServerConfig {
+        address: listen.0,
+        port: listen.1,
+        certificate,
+        client_ca_pem,
+    };
     let node = kyb_kubelet::config::NodeFlags::parse(
         args.node_labels.as_deref(),
         args.register_with_taints.as_deref(),
@@ -48,16 +85,50 @@ pub fn config(args: &NodeArgs, data_dir: &std::path::Path) -> anyhow::Result<kyb
         container_runtime_endpoint: args.container_runtime_endpoint.clone(),
         node_ip: args.node_ip,
         pod_manifest_path: args.pod_manifest_path.clone(),
+        server: Some(server),
+        client_ca_file: args.client_ca_file.clone(),
+        log_rotation,
+    })
+}
+
+/// Issues the in-process agent's serving certificate from the cluster CA in `pki_dir`
+/// (`kubelet-serving.crt`: CN `system:node:<name>`, O `system:nodes`, the node's names).
+fn cluster_ca_issuer(pki_dir: PathBuf, node_name: String) -> Issuer {
+    Arc::new(move |sans: &kyb_pki::Sans| {
+        let ca = kyb_pki::ClientIssuer::open(&pki_dir)
+            .with_context(|| format!("opening the cluster CA in {}", pki_dir.display()))?;
+        Ok(ca.serving(
+            "kubelet-serving",
+            &format!("system:node:{node_name}"),
+            &["system:nodes"],
+            sans,
+        )?)
     })
 }
 
 /// The agent `kyb server` runs in-process, as the node `system:node:<host name>`; each
 /// start reads `kubeconfig` again.
-pub fn in_process(kubeconfig: PathBuf, args: NodeArgs, data_dir: PathBuf) -> impl Component {
+pub fn in_process(
+    kubeconfig: PathBuf,
+    args: NodeArgs,
+    data_dir: PathBuf,
+    listen: (IpAddr, u16),
+) -> impl Component {
     kyb_component::from_fn(NAME, move |ctx| {
         let kubeconfig = kubeconfig.clone();
         let args = args.clone();
-        let config = config(&args, &data_dir);
+        let pki_dir = data_dir.join("pki");
+        let ca_pem = std::fs::read_to_string(pki_dir.join("ca.crt"));
+        let config = ca_pem
+            .with_context(|| format!("reading the cluster CA in {}", pki_dir.display()))
+            .and_then(|ca_pem| {
+                let node_name = args
+                    .hostname_override
+                    .clone()
+                    .unwrap_or_else(crate::identities::node_name);
+                let issuer = cluster_ca_issuer(pki_dir.clone(), node_name);
+                config(&args, &data_dir, listen, Some(issuer), Some(ca_pem))
+            });
         async move {
             let config = config?;
             let client = crate::scheduler::client(&kubeconfig).await?;

@@ -167,6 +167,7 @@ pub async fn run(
                 crate::identities::kubeconfig(&data_dir, "kubelet"),
                 args.node.clone(),
                 data_dir.clone(),
+                (args.kubelet_address, args.kubelet_port),
             ));
         }
     }

@@ -141,12 +141,46 @@ fn store(
 
 /// The serving certificate (`server.crt`), reissued when it does not cover `sans`.
 pub(crate) fn serving(dir: &Path, ca: &Authority, sans: &Sans) -> Result<Credentials, Error> {
-    let expected = sans.fingerprint();
-    if let Some(credentials) = reusable(dir, "server", "sans", &expected)? {
+    serving_named(dir, ca, "server", ("kube-apiserver", &[]), sans)
+}
+
+/// A serving certificate for `subject` (common name, organizations) stored as
+/// `<file>.crt`, reissued when it does not cover `sans`.
+pub(crate) fn serving_named(
+    dir: &Path,
+    ca: &Authority,
+    file: &str,
+    subject: (&str, &[&str]),
+    sans: &Sans,
+) -> Result<Credentials, Error> {
+    // The API server's record holds the names alone (as it always has); others' the
+    // subject too.
+    let expected = if file == "server" {
+        sans.fingerprint()
+    } else {
+        format!(
+            "{}/{}\n{}",
+            subject.0,
+            subject.1.join(","),
+            sans.fingerprint()
+        )
+    };
+    if let Some(credentials) = reusable(dir, file, "sans", &expected)? {
         return Ok(credentials);
     }
+    let params = serving_params(subject, sans)?;
+    let credentials = ca.issue(file, params)?;
+    store(dir, file, "sans", &expected, &credentials)?;
+    Ok(credentials)
+}
+
+/// A serving certificate's parameters: `subject`, `sans`, server usages.
+pub(crate) fn serving_params(
+    subject: (&str, &[&str]),
+    sans: &Sans,
+) -> Result<CertificateParams, Error> {
     let mut params = CertificateParams::default();
-    params.distinguished_name = name("kube-apiserver", &[]);
+    params.distinguished_name = name(subject.0, subject.1);
     for dns in &sans.dns {
         let dns = dns
             .clone()
@@ -162,9 +196,41 @@ pub(crate) fn serving(dir: &Path, ca: &Authority, sans: &Sans) -> Result<Credent
         KeyUsagePurpose::KeyEncipherment,
     ];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let credentials = ca.issue("serving", params)?;
-    store(dir, "server", "sans", &expected, &credentials)?;
-    Ok(credentials)
+    Ok(params)
+}
+
+/// A self-signed serving certificate for `common_name` and `sans` (what a kubelet serves
+/// when no CA issued it one), valid for a year.
+pub fn self_signed(common_name: &str, sans: &Sans) -> Result<Credentials, Error> {
+    let mut params = serving_params((common_name, &[]), sans)?;
+    let key = KeyPair::generate().map_err(|e| Error::certificate("self-signed key", e))?;
+    let now = OffsetDateTime::now_utc();
+    params.not_before = now - Duration::hours(1);
+    params.not_after = now + LEAF_VALIDITY;
+    let cert = params
+        .self_signed(&key)
+        .map_err(|e| Error::certificate("self-signed", e))?;
+    Ok(Credentials {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    })
+}
+
+/// A PKCS#10 certificate signing request (PEM) for a serving certificate of `subject`
+/// covering `sans`, and its new private key (PEM).
+pub fn serving_request(subject: (&str, &[&str]), sans: &Sans) -> Result<Credentials, Error> {
+    let params = serving_params(subject, sans)?;
+    let key = KeyPair::generate().map_err(|e| Error::certificate("request key", e))?;
+    let request = params
+        .serialize_request(&key)
+        .map_err(|e| Error::certificate("request", e))?;
+    let pem = request
+        .pem()
+        .map_err(|e| Error::certificate("request PEM", e))?;
+    Ok(Credentials {
+        cert_pem: pem,
+        key_pem: key.serialize_pem(),
+    })
 }
 
 /// A client certificate for `user` in `groups` (`<file>.crt`), reused while it names them.

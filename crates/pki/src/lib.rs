@@ -20,7 +20,7 @@ pub mod kubeconfig;
 pub mod tls;
 
 pub use identity::{Identity, identity};
-pub use issue::Sans;
+pub use issue::{Sans, self_signed, serving_request};
 
 use std::path::{Path, PathBuf};
 
@@ -137,5 +137,24 @@ impl ClientIssuer {
 
     pub fn ca_pem(&self) -> &str {
         &self.ca.cert_pem
+    }
+
+    /// A serving certificate for `common_name` in `organizations` covering `sans` (a
+    /// kubelet's: `system:node:<name>` in `system:nodes`), stored as `<file>.crt`/`<file>.key`
+    /// and reused while it covers them and is not close to expiry.
+    pub fn serving(
+        &self,
+        file: &str,
+        common_name: &str,
+        organizations: &[&str],
+        sans: &Sans,
+    ) -> Result<Credentials, Error> {
+        issue::serving_named(
+            &self.dir,
+            &self.ca,
+            file,
+            (common_name, organizations),
+            sans,
+        )
     }
 }

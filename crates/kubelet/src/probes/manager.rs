@@ -74,6 +74,8 @@ pub(crate) struct Inner {
     pub start: Instant,
     state: Mutex<State>,
     updates: Mutex<Option<mpsc::UnboundedSender<String>>>,
+    /// `prober_probe_total`.
+    pub counters: super::metrics::ProbeCounters,
 }
 
 #[derive(Default)]
@@ -200,6 +202,7 @@ impl ProbeManager {
                 start: Instant::now(),
                 state: Mutex::new(State::default()),
                 updates: Mutex::new(None),
+                counters: Default::default(),
             }),
         }
     }
@@ -334,6 +337,7 @@ impl ProbeManager {
 
     /// Stops the workers of the pod's containers and forgets their results.
     pub fn remove_pod(&self, pod_uid: &str) {
+        self.inner.counters.remove_pod(pod_uid);
         let mut state = self.inner.lock();
         state.containers.retain(|(uid, _), record| {
             if uid != pod_uid {
@@ -344,6 +348,11 @@ impl ProbeManager {
             }
             false
         });
+    }
+
+    /// The probes' counters (`/metrics/probes`).
+    pub fn counters(&self) -> &super::metrics::ProbeCounters {
+        &self.inner.counters
     }
 
     /// Whether the container is ready: running, started, and its readiness probe

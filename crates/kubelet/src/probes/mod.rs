@@ -20,6 +20,7 @@
 //! - `hooks`: lifecycle handlers.
 //! - `worker`: a probe's loop (delays, period, thresholds, gating).
 //! - `manager`: the workers of every container, their results and events.
+//! - `metrics`: `prober_probe_total`, the counters `/metrics/probes` serves.
 
 mod cri_exec;
 mod grpc;
@@ -27,6 +28,7 @@ mod handlers;
 mod hooks;
 mod http_get;
 mod manager;
+pub mod metrics;
 mod worker;
 
 #[cfg(test)]

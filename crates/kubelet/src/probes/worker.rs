@@ -99,6 +99,18 @@ impl Worker {
             }
         }
         let kind = self.kind;
+        self.inner.counters.count(super::metrics::ProbeLabels {
+            probe_type: kind,
+            result: match outcome {
+                Outcome::Success | Outcome::Warning(_) => "successful",
+                Outcome::Failure(_) => "failed",
+                Outcome::Unknown(_) => "unknown",
+            },
+            container: container.clone(),
+            pod: snapshot.pod.metadata.name.clone().unwrap_or_default(),
+            namespace: snapshot.pod.metadata.namespace.clone().unwrap_or_default(),
+            pod_uid: self.key.0.clone(),
+        });
         let events = &self.inner.events;
         let result = match outcome {
             Outcome::Success => ProbeResult::Success,

@@ -24,6 +24,7 @@ mod http;
 mod images;
 mod kubectl;
 mod kubelet;
+mod kubelet_api;
 mod net_controllers;
 mod node;
 mod node_agent;

@@ -557,10 +557,14 @@ pub(super) fn controller_roles() -> Vec<ControllerRole> {
                     "certificatesigningrequests/status",
                     "certificatesigningrequests/approval",
                 ]),
+                // Kybernetes also approves nodes' own serving certificates.
                 rule(&["approve"])
                     .groups(&[CERTIFICATES])
                     .resources(&["signers"])
-                    .names(&["kubernetes.io/kube-apiserver-client-kubelet"]),
+                    .names(&[
+                        "kubernetes.io/kube-apiserver-client-kubelet",
+                        "kubernetes.io/kubelet-serving",
+                    ]),
                 rule(&["sign"])
                     .groups(&[CERTIFICATES])
                     .resources(&["signers"])
