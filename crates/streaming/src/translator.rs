@@ -19,6 +19,8 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, frame::coding::
 
 /// Messages queued towards the client before the backend's readers wait.
 const CLIENT_QUEUE: usize = 8;
+/// How long the client has to answer our Close.
+const CLOSE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Serves `client` (the upgraded connection, after our 101 with `version`) from `command`
 /// until the command ends or the client goes away.
@@ -56,7 +58,9 @@ where
             pump(stdout, channel::STDOUT, &to_client),
             pump(stderr, channel::STDERR, &to_client)
         );
+        tracing::debug!("the backend's stdout and stderr ended");
         let mut status = remotecommand::read_status(&mut error).await;
+        tracing::debug!(status = %String::from_utf8_lossy(&status), "the backend's status");
         if status.is_empty() {
             status = remotecommand::status(&Outcome::Success)
                 .to_string()
@@ -76,8 +80,9 @@ where
     };
     let writer = async move {
         while let Some(message) = queued.recv().await {
-            if sink.send(message).await.is_err() {
+            if let Err(error) = sink.send(message).await {
                 // The client is gone; the input side notices too.
+                tracing::debug!(%error, "writing to the client failed");
                 return;
             }
         }
@@ -86,7 +91,14 @@ where
         while let Some(message) = source.next().await {
             let data = match message {
                 Ok(Message::Binary(data)) => data,
-                Ok(Message::Close(_)) | Err(_) => break,
+                Ok(Message::Close(frame)) => {
+                    tracing::debug!(?frame, "the client closed the WebSocket");
+                    break;
+                }
+                Err(error) => {
+                    tracing::debug!(%error, "reading from the client failed");
+                    break;
+                }
                 Ok(_) => continue,
             };
             match channel::decode(version, &data) {
@@ -103,6 +115,7 @@ where
                     }
                 }
                 Incoming::Close(channel::STDIN) => {
+                    tracing::debug!("the client closed stdin");
                     if let Some(stdin) = stdin.take() {
                         let _ = stdin.close().await;
                     }
@@ -111,9 +124,16 @@ where
             }
         }
     };
+    let mut input = std::pin::pin!(input);
     tokio::select! {
-        _ = async { tokio::join!(output, writer) } => {}
-        () = input => tracing::debug!("the client left before the command ended"),
+        _ = async { tokio::join!(output, writer) } => {
+            session.close();
+            // The closing handshake: read on until the client answers our Close. Dropping
+            // the connection with its answer unread would reset it, and a reset can
+            // discard what the client has not read yet (the end of stdout, the status).
+            let _ = tokio::time::timeout(CLOSE_WAIT, &mut input).await;
+        }
+        () = &mut input => tracing::debug!("the client left before the command ended"),
     }
     session.close();
 }
@@ -127,8 +147,10 @@ where
 {
     let mut websocket = WebSocketStream::from_raw_socket(client, Role::Server, None).await;
     let message = Message::Binary(channel::encode(channel::ERROR, status).into());
-    if websocket.send(message).await.is_ok() {
-        let _ = websocket.close(None).await;
+    if websocket.send(message).await.is_ok() && websocket.close(None).await.is_ok() {
+        // The client's answer to our Close (see `translate`).
+        let answered = async { while let Some(Ok(_)) = websocket.next().await {} };
+        let _ = tokio::time::timeout(CLOSE_WAIT, answered).await;
     }
 }
 

@@ -35,26 +35,49 @@ fn kubectl(cluster: &NodeCluster, env: &[(&str, &str)], args: &[&str], input: &s
         .unwrap()
         .write_all(input.as_bytes())
         .unwrap();
-    wait_output(child, Duration::from_secs(60))
+    wait_output(cluster, child, Duration::from_secs(60))
 }
 
-/// Waits for `child` (its stdin already closed or kept by the caller), killing it past
-/// `limit`.
-fn wait_output(mut child: Child, limit: Duration) -> Output {
+/// Waits for `child` (its stdin already closed or kept by the caller), its output read
+/// as it comes (a full pipe would stall it), killing it past `limit`.
+fn wait_output(cluster: &NodeCluster, mut child: Child, limit: Duration) -> Output {
+    use std::io::Read as _;
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let stdout = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stdout.read_to_end(&mut bytes);
+        bytes
+    });
+    let stderr = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stderr.read_to_end(&mut bytes);
+        bytes
+    });
     let deadline = Instant::now() + limit;
-    while child.try_wait().unwrap().is_none() {
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
         if Instant::now() > deadline {
             child.kill().unwrap();
-            let output = child.wait_with_output().unwrap();
+            child.wait().unwrap();
+            let (stdout, stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
             panic!(
-                "timed out; stdout {:?}, stderr {:?}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
+                "timed out; {} bytes of stdout ending {:?}, stderr {:?}; the server said:\n{}",
+                stdout.len(),
+                text(&stdout[stdout.len().saturating_sub(200)..]),
+                text(&stderr),
+                tail(&cluster.server_output(), 6000)
             );
         }
         std::thread::sleep(Duration::from_millis(50));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
     }
-    child.wait_with_output().unwrap()
 }
 
 /// `command` under `script`, so kubectl gets a terminal; `input` typed into it. Its
@@ -72,9 +95,17 @@ fn in_terminal(cluster: &NodeCluster, command: &str, input: &str) -> Output {
     // Kept open until the command ends: script ends early at the end of its input.
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(input.as_bytes()).unwrap();
-    let output = wait_output(child, Duration::from_secs(60));
+    let output = wait_output(cluster, child, Duration::from_secs(60));
     drop(stdin);
     output
+}
+
+fn tail(text: &str, bytes: usize) -> &str {
+    let mut start = text.len().saturating_sub(bytes);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
 }
 
 fn text(bytes: &[u8]) -> String {
