@@ -6,6 +6,7 @@
 
 use crate::cluster::{Cluster, Who};
 use crate::node::{BUSYBOX, NodeCluster};
+use kyb_streaming::remotecommand;
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write as _};
 use std::process::{Child, Output, Stdio};
@@ -252,6 +253,126 @@ fn exec_attach_cp_and_run_through_the_kubelet_as_root() {
     }
     let output = cluster.kubectl(&["exec", "shell", "--", "test", "-e", "/tmp/forbidden"]);
     assert_eq!(output.status.code(), Some(1), "{output:?}");
+
+    // SPDY through the API server with our own client (kyb-streaming's remotecommand).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (negotiated, stdout, stderr, outcome) = runtime
+        .block_on(async {
+            let script = "echo spdy-out; echo spdy-err >&2; exit 5";
+            tokio::time::timeout(Duration::from_secs(60), spdy_exec(&cluster, script)).await
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(negotiated, "v4.channel.k8s.io");
+    assert_eq!(stdout, b"spdy-out\n");
+    assert_eq!(stderr, b"spdy-err\n");
+    assert_eq!(outcome, remotecommand::Outcome::Exited(5));
+}
+
+/// Runs `sh -c script` in pod `shell` over SPDY through the API server (inside the
+/// cluster's namespace, through busybox `nc`) as the admin: the negotiated protocol,
+/// stdout, stderr and how it ended.
+async fn spdy_exec(
+    cluster: &NodeCluster,
+    script: &str,
+) -> anyhow::Result<(String, Vec<u8>, Vec<u8>, remotecommand::Outcome)> {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
+    let pki = cluster.kubeconfig().with_file_name("pki");
+    let read = |file: &str| std::fs::read_to_string(pki.join(file));
+    let admin = kyb_pki::Credentials {
+        cert_pem: read("admin.crt")?,
+        key_pem: read("admin.key")?,
+    };
+    let tls = kyb_pki::tls::client_config(&read("ca.crt")?, Some(&admin))?;
+    let mut nc = tokio::process::Command::from(cluster.command("busybox"));
+    nc.args(["nc", "127.0.0.1", "6443"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true);
+    let mut nc = nc.spawn()?;
+    let pipes = tokio::io::join(
+        nc.stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no stdout"))?,
+        nc.stdin.take().ok_or_else(|| anyhow::anyhow!("no stdin"))?,
+    );
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1")?;
+    let stream = tokio_rustls::TlsConnector::from(tls)
+        .connect(name, pipes)
+        .await?;
+    let mut stream = tokio::io::BufReader::new(stream);
+    let query: String = ["sh", "-c", script]
+        .iter()
+        .map(|arg| format!("command={}&", percent(arg)))
+        .collect();
+    let request = format!(
+        "POST /api/v1/namespaces/default/pods/shell/exec?{query}stdout=true&stderr=true HTTP/1.1\r\n\
+         Host: 127.0.0.1\r\nContent-Length: 0\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\
+         X-Stream-Protocol-Version: v4.channel.k8s.io\r\n\
+         X-Stream-Protocol-Version: v3.channel.k8s.io\r\n\r\n"
+    );
+    stream.get_mut().write_all(request.as_bytes()).await?;
+    let mut status = String::new();
+    stream.read_line(&mut status).await?;
+    anyhow::ensure!(status.starts_with("HTTP/1.1 101"), "answer: {status:?}");
+    let mut negotiated = String::new();
+    loop {
+        let mut line = String::new();
+        stream.read_line(&mut line).await?;
+        if line.trim().is_empty() {
+            break;
+        }
+        if let Some(("x-stream-protocol-version", value)) = line
+            .split_once(':')
+            .map(|(n, v)| (n.to_ascii_lowercase(), v))
+            .as_ref()
+            .map(|(n, v)| (n.as_str(), v.trim()))
+        {
+            negotiated = value.to_string();
+        }
+    }
+    anyhow::ensure!(stream.buffer().is_empty(), "bytes after the 101");
+    let streams = remotecommand::Streams {
+        stdout: true,
+        stderr: true,
+        ..remotecommand::Streams::default()
+    };
+    let session = kyb_streaming::spdy::Session::client(stream.into_inner());
+    let remotecommand::RemoteCommand {
+        mut error,
+        stdout,
+        stderr,
+        ..
+    } = remotecommand::RemoteCommand::start(session, streams).await?;
+    let (stdout, stderr) = tokio::join!(read_all(stdout), read_all(stderr));
+    let status = remotecommand::read_status(&mut error).await;
+    Ok((negotiated, stdout, stderr, remotecommand::outcome(&status)))
+}
+
+async fn read_all(reader: Option<kyb_streaming::spdy::StreamReader>) -> Vec<u8> {
+    let mut all = Vec::new();
+    if let Some(mut reader) = reader {
+        while let Some(chunk) = reader.read().await {
+            all.extend_from_slice(&chunk);
+        }
+    }
+    all
+}
+
+/// Percent-encodes a query value.
+fn percent(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// `kubectl port-forward pod/web LOCAL:8080` until it says it is forwarding.
