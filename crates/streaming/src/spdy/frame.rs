@@ -131,19 +131,19 @@ impl Frame {
                 stream_id,
                 flags,
                 headers,
-            } => {
-                body.put_u32(stream_id & STREAM_ID_MASK);
-                compressor.compress(&headers.encode(), &mut body)?;
-                (SYN_REPLY, *flags)
             }
-            Frame::Headers {
+            | Frame::Headers {
                 stream_id,
                 flags,
                 headers,
             } => {
                 body.put_u32(stream_id & STREAM_ID_MASK);
                 compressor.compress(&headers.encode(), &mut body)?;
-                (HEADERS, *flags)
+                let kind = match self {
+                    Frame::SynReply { .. } => SYN_REPLY,
+                    _ => HEADERS,
+                };
+                (kind, *flags)
             }
             Frame::RstStream { stream_id, status } => {
                 body.put_u32(stream_id & STREAM_ID_MASK);

@@ -1,13 +1,15 @@
 //! SPDY/3.1, the multiplexing protocol Kubernetes' exec, attach and port-forward run over
 //! between the API server, the kubelet and the container runtime's streaming server:
 //! [`frame`] (frames and their codec), [`compression`] (header blocks' zlib streams with
-//! the [`dictionary`]) and [`session`] (streams, flow control, pings and GOAWAY over any
-//! byte connection, as client or server).
+//! the [`dictionary`]), [`session`] (streams, flow control, pings and GOAWAY over any
+//! byte connection, as client or server) and [`upgrade`] (a client's HTTP/1.1 upgrade to
+//! SPDY/3.1).
 
 pub mod compression;
 pub mod dictionary;
 pub mod frame;
 pub mod session;
+pub mod upgrade;
 
 pub use frame::Frame;
 pub use session::{Session, Stream, StreamReader, StreamWriter};

@@ -83,6 +83,8 @@ async fn a_websocket_exec_runs_over_spdy_with_stdin_close_and_exit_code() {
             Some(Err(e)) => panic!("{e}"),
         }
     }
+    // Our answer to the translator's Close goes out as the stream is read to its end.
+    while let Some(Ok(_)) = timeout(DEADLINE, client.next()).await.unwrap() {}
     assert_eq!(first, Some((channel::STDOUT, 0)));
     assert_eq!(channels[1], b"HELLO WORLD");
     assert_eq!(channels[2], b"warning");

@@ -94,6 +94,16 @@ impl RawPeer {
         self.writer.write_all(&bytes).await.unwrap();
     }
 
+    /// Accepts stream 1 (SYN_REPLY).
+    async fn reply(&mut self) {
+        self.send(Frame::SynReply {
+            stream_id: 1,
+            flags: 0,
+            headers: Headers::new(),
+        })
+        .await;
+    }
+
     async fn next(&mut self) -> Frame {
         timeout(DEADLINE, self.reader.read())
             .await
@@ -125,12 +135,7 @@ async fn a_peer_without_flow_control_is_not_held_to_64_kib() {
         peer.next().await,
         Frame::SynStream { stream_id: 1, .. }
     ));
-    peer.send(Frame::SynReply {
-        stream_id: 1,
-        flags: 0,
-        headers: Headers::new(),
-    })
-    .await;
+    peer.reply().await;
     stream.wait_reply().await.unwrap();
     let writing = tokio::spawn(async move {
         stream
@@ -194,12 +199,7 @@ async fn we_grant_window_as_data_is_consumed() {
     let (client, mut peer) = raw_pair();
     let mut stream = client.open(Headers::new(), false).unwrap();
     assert!(matches!(peer.next().await, Frame::SynStream { .. }));
-    peer.send(Frame::SynReply {
-        stream_id: 1,
-        flags: 0,
-        headers: Headers::new(),
-    })
-    .await;
+    peer.reply().await;
     stream.wait_reply().await.unwrap();
     // The peer sends exactly its 64 KiB window, then waits for a grant.
     for _ in 0..4 {
