@@ -10,11 +10,11 @@ use bytes::Bytes;
 use k8s_cri::v1::ExecRequest;
 use kyb_kubelet::cri::Cri;
 use kyb_streaming::remotecommand::{self, Outcome, RemoteCommand, Streams};
+use kyb_streaming::spdy::upgrade::upgrade;
 use kyb_streaming::spdy::{Session, StreamReader};
 use kyb_testkit::NetNs;
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -45,38 +45,6 @@ async fn connect_in(
         .take()
         .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
     Ok((child, tokio::io::join(stdout, stdin)))
-}
-
-/// Upgrades `io` to SPDY at `path`, offering remotecommand v4; the negotiated version.
-async fn upgrade<T>(io: T, authority: &str, path: &str) -> anyhow::Result<(String, T)>
-where
-    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
-{
-    let mut io = BufReader::new(io);
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Length: 0\r\n\
-         Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\
-         X-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n"
-    );
-    io.get_mut().write_all(request.as_bytes()).await?;
-    let mut status = String::new();
-    io.read_line(&mut status).await?;
-    anyhow::ensure!(status.starts_with("HTTP/1.1 101"), "answer: {status:?}");
-    let mut negotiated = String::new();
-    loop {
-        let mut line = String::new();
-        io.read_line(&mut line).await?;
-        if line == "\r\n" || line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("x-stream-protocol-version")
-        {
-            negotiated = value.trim().to_string();
-        }
-    }
-    anyhow::ensure!(io.buffer().is_empty(), "bytes after the 101");
-    Ok((negotiated, io.into_inner()))
 }
 
 async fn read_all(reader: Option<StreamReader>) -> Vec<u8> {
@@ -120,8 +88,8 @@ async fn remotecommand_over_spdy_runs_against_containerds_streaming_server_as_ro
         .strip_prefix("http://")
         .ok_or_else(|| anyhow::anyhow!("exec URL {url}"))?;
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let (_nc, io) = connect_in(&netns, authority).await?;
-    let (negotiated, io) = upgrade(io, authority, path).await?;
+    let (_nc, mut io) = connect_in(&netns, authority).await?;
+    let negotiated = upgrade(&mut io, authority, path, &["v4.channel.k8s.io"]).await?;
     assert_eq!(negotiated, "v4.channel.k8s.io");
 
     let streams = Streams {

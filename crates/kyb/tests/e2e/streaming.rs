@@ -279,7 +279,6 @@ async fn spdy_exec(
     cluster: &NodeCluster,
     script: &str,
 ) -> anyhow::Result<(String, Vec<u8>, Vec<u8>, remotecommand::Outcome)> {
-    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
     let pki = cluster.kubeconfig().with_file_name("pki");
     let read = |file: &str| std::fs::read_to_string(pki.join(file));
     let admin = kyb_pki::Credentials {
@@ -300,47 +299,23 @@ async fn spdy_exec(
         nc.stdin.take().ok_or_else(|| anyhow::anyhow!("no stdin"))?,
     );
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1")?;
-    let stream = tokio_rustls::TlsConnector::from(tls)
+    let mut stream = tokio_rustls::TlsConnector::from(tls)
         .connect(name, pipes)
         .await?;
-    let mut stream = tokio::io::BufReader::new(stream);
     let query: String = ["sh", "-c", script]
         .iter()
         .map(|arg| format!("command={}&", percent(arg)))
         .collect();
-    let request = format!(
-        "POST /api/v1/namespaces/default/pods/shell/exec?{query}stdout=true&stderr=true HTTP/1.1\r\n\
-         Host: 127.0.0.1\r\nContent-Length: 0\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\
-         X-Stream-Protocol-Version: v4.channel.k8s.io\r\n\
-         X-Stream-Protocol-Version: v3.channel.k8s.io\r\n\r\n"
-    );
-    stream.get_mut().write_all(request.as_bytes()).await?;
-    let mut status = String::new();
-    stream.read_line(&mut status).await?;
-    anyhow::ensure!(status.starts_with("HTTP/1.1 101"), "answer: {status:?}");
-    let mut negotiated = String::new();
-    loop {
-        let mut line = String::new();
-        stream.read_line(&mut line).await?;
-        if line.trim().is_empty() {
-            break;
-        }
-        if let Some(("x-stream-protocol-version", value)) = line
-            .split_once(':')
-            .map(|(n, v)| (n.to_ascii_lowercase(), v))
-            .as_ref()
-            .map(|(n, v)| (n.as_str(), v.trim()))
-        {
-            negotiated = value.to_string();
-        }
-    }
-    anyhow::ensure!(stream.buffer().is_empty(), "bytes after the 101");
+    let path = format!("/api/v1/namespaces/default/pods/shell/exec?{query}stdout=true&stderr=true");
+    let versions = ["v4.channel.k8s.io", "v3.channel.k8s.io"];
+    let negotiated =
+        kyb_streaming::spdy::upgrade::upgrade(&mut stream, "127.0.0.1", &path, &versions).await?;
     let streams = remotecommand::Streams {
         stdout: true,
         stderr: true,
         ..remotecommand::Streams::default()
     };
-    let session = kyb_streaming::spdy::Session::client(stream.into_inner());
+    let session = kyb_streaming::spdy::Session::client(stream);
     let remotecommand::RemoteCommand {
         mut error,
         stdout,
@@ -552,6 +527,49 @@ fn exec_attach_and_port_forward_requests_are_checked_before_the_kubelet() {
         let answer = websocket_get(&cluster, &format!("{pods}/{path}"), protocol, *user);
         assert_eq!(answer, (*code, message.to_string()), "{path} ({protocol})");
     }
+    // A kubelet that cannot be reached: the WebSocket is already up, so the failure comes
+    // on the error channel, as kube-apiserver's translator reports it.
+    let closed = kyb_testkit::free_port().unwrap();
+    cluster.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &format!(
+            "apiVersion: v1\nkind: Node\nmetadata: {{name: ghost}}\nstatus:\n  addresses: \
+             [{{type: InternalIP, address: 127.0.0.1}}]\n  daemonEndpoints: \
+             {{kubeletEndpoint: {{Port: {closed}}}}}\n---\napiVersion: v1\nkind: Pod\n\
+             metadata: {{name: stranded}}\nspec:\n  nodeName: ghost\n  containers:\n  \
+             - {{name: a, image: busybox}}\n"
+        ),
+    );
+    let (code, head, body) = cluster.http_as(
+        Who::Admin,
+        "GET",
+        &format!("{pods}/stranded/exec?command=true&stdout=true"),
+        &[
+            ("Connection", "Upgrade"),
+            ("Upgrade", "websocket"),
+            ("Sec-WebSocket-Version", "13"),
+            ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+            ("Sec-WebSocket-Protocol", v5),
+        ],
+        b"",
+    );
+    assert_eq!(code, 101, "{head}");
+    assert!(head.contains("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="), "{head}");
+    // One binary message on channel 3 (unmasked, a 16-bit length), then a Close.
+    let json_start = body.find('{').unwrap_or_else(|| panic!("{body:?}"));
+    assert_eq!(body.as_bytes()[json_start - 1], 3, "{body:?}");
+    let json_end = body.rfind('}').unwrap();
+    let status: Value = serde_json::from_str(&body[json_start..=json_end]).unwrap();
+    assert_eq!(status["status"], "Failure");
+    assert_eq!(status["reason"], "InternalError");
+    let message = status["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "Internal error occurred: unable to upgrade connection: Post \"https://127.0.0.1:"
+        ) && message.ends_with("connect: connection refused"),
+        "{message}"
+    );
+
     // Neither WebSocket nor SPDY: Kubernetes' proxy requires an upgrade.
     let (code, body) = cluster.http(
         "POST",
