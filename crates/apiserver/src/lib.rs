@@ -36,6 +36,7 @@ mod router;
 mod routes;
 mod server;
 pub mod strategies;
+pub mod streaming;
 mod util;
 mod validation;
 

@@ -358,10 +358,12 @@ impl ApiServer {
     }
 }
 
-/// The connect subresources every server serves: `pods/log` and the proxies.
+/// The connect subresources every server serves: `pods/log` and the proxies; exec,
+/// attach and port-forward.
 fn default_connectors() -> Connectors {
     let mut connectors = Connectors::default();
     crate::proxy::register(&mut connectors);
+    crate::streaming::register(&mut connectors);
     connectors
 }
 

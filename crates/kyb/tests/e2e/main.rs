@@ -43,6 +43,7 @@ mod scheduling;
 mod security;
 mod service_accounts;
 mod sets;
+mod streaming;
 mod volumes;
 mod webhook_server;
 mod webhooks;
