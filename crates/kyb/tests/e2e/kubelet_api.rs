@@ -77,7 +77,12 @@ fn wait_until(what: &str, mut probe: impl FnMut() -> bool) {
 
 #[test]
 fn the_kubelet_api_authenticates_authorizes_and_serves_logs_pods_and_metrics_as_root() {
-    let cluster = NodeCluster::start();
+    let cluster = NodeCluster::start_with(&[
+        "--container-log-max-size",
+        "4Ki",
+        "--container-log-max-files",
+        "3",
+    ]);
     let pki = pki(&cluster);
     // A user the API server knows but grants nothing on nodes.
     kyb_pki::ClientIssuer::open(&pki)
@@ -139,6 +144,17 @@ spec:
       exec:
         command: ["true"]
       periodSeconds: 1
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: chatter
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: chat
+    image: {BUSYBOX}
+    command: ["sh", "-c", "i=0; while true; do echo chat-$i-0123456789012345678901234567890123456789012345678901234567890123456789; i=$((i+1)); sleep 0.05; done"]
 "#
     ));
     cluster.wait_for_pod("talker", "ready", |pod| {
@@ -161,7 +177,8 @@ spec:
     assert_eq!(code, 200);
     let configz: serde_json::Value = serde_json::from_str(&configz).unwrap();
     assert_eq!(configz["kubeletconfig"]["port"], 10250);
-    assert_eq!(configz["kubeletconfig"]["containerLogMaxFiles"], 5);
+    assert_eq!(configz["kubeletconfig"]["containerLogMaxFiles"], 3);
+    assert_eq!(configz["kubeletconfig"]["containerLogMaxSize"], "4096");
 
     wait_until("the readiness probe counted", || {
         let (code, text) = kubelet.get(&admin, "/metrics/probes");
@@ -244,6 +261,68 @@ spec:
         422
     );
 
+    // Rotation: the chatty container's log is renamed past 4Ki and reopened, at most
+    // three files kept; a tail reads across the rotated file and the current one.
+    let chatter = cluster.wait_for_pod("chatter", "running", |pod| {
+        pod["status"]["phase"] == "Running"
+    });
+    let log_dir = cluster.kubeconfig().parent().unwrap().join(format!(
+        "agent/logs/default_chatter_{}/chat",
+        chatter["metadata"]["uid"].as_str().unwrap()
+    ));
+    let files = |dir: &std::path::Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let names = files(&log_dir);
+        assert!(
+            names.len() <= 3,
+            "more files than --container-log-max-files: {names:?}"
+        );
+        if names.len() == 3 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no rotation in {}: {names:?}",
+            log_dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let current = std::fs::read_to_string(log_dir.join("0.log")).unwrap_or_default();
+    let current_lines = current.lines().count();
+    let (code, tail) = kubelet.get(
+        &admin,
+        &format!(
+            "/containerLogs/default/chatter/chat?tailLines={}",
+            current_lines + 20
+        ),
+    );
+    assert_eq!(code, 200);
+    let numbers: Vec<u64> = tail
+        .lines()
+        .filter_map(|l| l.strip_prefix("chat-")?.split('-').next()?.parse().ok())
+        .collect();
+    assert!(
+        numbers.len() >= current_lines + 20,
+        "{} lines",
+        numbers.len()
+    );
+    assert!(
+        numbers.windows(2).all(|w| w[1] == w[0] + 1),
+        "lines missing across the rotation"
+    );
+
     // Following: lines arrive as they are written.
     let mut follow = kubelet
         .curl(
@@ -313,4 +392,135 @@ spec:
             .contains("x-stream-protocol-version: v4.channel.k8s.io"),
         "{head}"
     );
+}
+
+#[test]
+fn a_standalone_kubelet_bootstraps_its_serving_certificate_and_follows_logs_to_the_end_as_root() {
+    let cluster = NodeCluster::start_with(&["--disable-agent"]);
+    let kubelet = Kubelet {
+        cluster: &cluster,
+        pki: pki(&cluster),
+    };
+    // A service account allowed the kubelet's proxy subresource, and one allowed nothing.
+    cluster.apply(
+        r#"
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: scraper
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: kubelet-reader
+rules:
+- apiGroups: [""]
+  resources: ["nodes/proxy"]
+  verbs: ["get"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: scraper-kubelet-reader
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: kubelet-reader
+subjects:
+- kind: ServiceAccount
+  name: scraper
+  namespace: default
+"#,
+    );
+    let token = cluster.kubectl_ok(&["create", "token", "scraper"]);
+    let scraper = Who::Token(token.trim());
+    // Its certificate comes through a kubelet-serving CSR, approved and signed by the
+    // cluster CA: once it is, curl verifies the server against the CA by the node's name.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let answer = kubelet.get(&scraper, "/healthz");
+        if answer == (200, "ok".to_string()) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the kubelet serves no CA-signed certificate (last answer {answer:?}); CSRs: {}; node: {}",
+            cluster
+                .kubectl(&["get", "csr", "-o", "yaml"])
+                .stdout
+                .escape_ascii(),
+            cluster
+                .get_json(&["node", &cluster.node_name])
+                .unwrap_or_default()["status"]["addresses"]
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let csrs = cluster.get_json(&["csr"]).unwrap();
+    let serving = csrs["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|csr| csr["spec"]["signerName"] == "kubernetes.io/kubelet-serving")
+        .expect("a kubelet-serving CSR");
+    assert_eq!(
+        serving["spec"]["username"],
+        format!("system:node:{}", cluster.node_name)
+    );
+    assert!(
+        serving["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Approved" && c["reason"] == "AutoApproved"),
+        "{serving}"
+    );
+    // Without --client-ca-file, client certificates are not asked for: the admin's
+    // certificate makes an anonymous request.
+    assert_eq!(
+        kubelet.get(&Who::Certificate("admin"), "/healthz"),
+        (401, "Unauthorized".to_string())
+    );
+    // Allowed nodes/proxy, not nodes/metrics.
+    assert_eq!(
+        kubelet.get(&scraper, "/metrics/probes"),
+        (
+            403,
+            "Forbidden (user=system:serviceaccount:default:scraper, verb=get, resource=nodes, subresource=metrics)"
+                .to_string()
+        )
+    );
+
+    // A follower of a container that exits gets every line, then the end.
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: counter
+spec:
+  restartPolicy: Never
+  containers:
+  - name: count
+    image: {BUSYBOX}
+    command: ["sh", "-c", "sleep 2; for i in 1 2 3; do echo count-$i; sleep 1; done"]
+"#
+    ));
+    cluster.wait_for_pod("counter", "running", |pod| {
+        pod["status"]["phase"] == "Running"
+    });
+    let started = Instant::now();
+    let output = kubelet
+        .curl(
+            &scraper,
+            &["-N", "-m", "40"],
+            "/containerLogs/default/counter/count?follow=true",
+        )
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "curl: {:?}", output.status);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "count-1\ncount-2\ncount-3\n"
+    );
+    assert!(started.elapsed() < Duration::from_secs(30));
 }
