@@ -51,6 +51,29 @@ impl Kubelet<'_> {
         command
     }
 
+    /// The response head (lower-cased) of an upgrade request over HTTP/1.1; the upgraded
+    /// connection is dropped after a moment.
+    fn upgrade(&self, method: &str, headers: &[&str], path: &str) -> String {
+        let mut extra = vec![
+            "-i",
+            "--http1.1",
+            "-m",
+            "3",
+            "-X",
+            method,
+            "-H",
+            "Connection: Upgrade",
+        ];
+        for header in headers {
+            extra.extend(["-H", header]);
+        }
+        let output = self
+            .curl(&Who::Certificate("admin"), &extra, path)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).to_ascii_lowercase()
+    }
+
     /// The status code and body of a request.
     fn get(&self, who: &Who<'_>, path: &str) -> (u16, String) {
         let output = self
@@ -364,32 +387,46 @@ spec:
             "you must specify at least 1 of stdin, stdout, stderr\n"
         )
     );
-    let upgrade = kubelet
-        .curl(
-            &admin,
-            &[
-                "-i",
-                "--http1.1",
-                "-m",
-                "3",
-                "-X",
-                "POST",
-                "-H",
-                "Connection: Upgrade",
-                "-H",
-                "Upgrade: SPDY/3.1",
-                "-H",
-                "X-Stream-Protocol-Version: v4.channel.k8s.io",
-            ],
-            "/exec/default/talker/talk?command=true&output=1",
-        )
-        .output()
-        .unwrap();
-    let head = String::from_utf8_lossy(&upgrade.stdout);
-    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    let head = kubelet.upgrade(
+        "POST",
+        &[
+            "Upgrade: SPDY/3.1",
+            "X-Stream-Protocol-Version: v4.channel.k8s.io",
+        ],
+        "/exec/default/talker/talk?command=true&output=1",
+    );
+    assert!(head.starts_with("http/1.1 101"), "{head}");
     assert!(
-        head.to_ascii_lowercase()
-            .contains("x-stream-protocol-version: v4.channel.k8s.io"),
+        head.contains("x-stream-protocol-version: v4.channel.k8s.io"),
+        "{head}"
+    );
+    let head = kubelet.upgrade(
+        "POST",
+        &[
+            "Upgrade: SPDY/3.1",
+            "X-Stream-Protocol-Version: portforward.k8s.io",
+        ],
+        "/portForward/default/talker",
+    );
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(
+        head.contains("x-stream-protocol-version: portforward.k8s.io"),
+        "{head}"
+    );
+    // A WebSocket client: the runtime accepts the key and the channel protocol.
+    let head = kubelet.upgrade(
+        "GET",
+        &[
+            "Upgrade: websocket",
+            "Sec-WebSocket-Version: 13",
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+            "Sec-WebSocket-Protocol: v4.channel.k8s.io",
+        ],
+        "/exec/default/talker/talk?command=true&output=1",
+    );
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(
+        head.contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo="),
         "{head}"
     );
 }
