@@ -261,20 +261,20 @@ spec:
     );
     assert_eq!(
         kubelet.get(&admin, "/containerLogs/default/nope/talk"),
-        (404, "pod \"nope\" does not exist\n".to_string())
+        (404, "pod \"nope\" does not exist".to_string())
     );
     assert_eq!(
         kubelet.get(&admin, "/containerLogs/default/talker/other"),
         (
             404,
-            "container \"other\" not found in pod \"talker\"\n".to_string()
+            "container \"other\" not found in pod \"talker\"".to_string()
         )
     );
     assert_eq!(
         kubelet.get(&admin, "/containerLogs/default/talker/talk?previous=true"),
         (
             400,
-            "previous terminated container \"talk\" in pod \"talker\" not found\n".to_string()
+            "previous terminated container \"talk\" in pod \"talker\" not found".to_string()
         )
     );
     assert_eq!(
@@ -377,15 +377,12 @@ spec:
     // Streaming: kubelet's refusals, then an exec upgraded by the runtime.
     assert_eq!(
         kubelet.get(&admin, "/exec/default/nope/talk?command=true&output=1"),
-        (404, "pod does not exist\n".to_string())
+        (404, "pod does not exist".to_string())
     );
     let (code, text) = kubelet.get(&admin, "/exec/default/talker/talk?command=true");
     assert_eq!(
         (code, text.as_str()),
-        (
-            400,
-            "you must specify at least 1 of stdin, stdout, stderr\n"
-        )
+        (400, "you must specify at least 1 of stdin, stdout, stderr")
     );
     let head = kubelet.upgrade(
         "POST",
