@@ -232,7 +232,21 @@ spec:
     let (code, listing) = kubelet.get(&admin, "/logs/");
     assert_eq!(code, 200);
     assert!(listing.contains("<pre>"), "{listing}");
-    assert_eq!(kubelet.get(&admin, "/logs/../etc/passwd").0, 404);
+    for escape in [
+        "/logs/../etc/passwd",
+        "/logs/%2e%2e/etc/passwd",
+        "/logs/..%2fetc/passwd",
+    ] {
+        let output = kubelet
+            .curl(&admin, &["--path-as-is", "-w", "\n%{http_code}"], escape)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            text.ends_with("\n404") && !text.contains("root:"),
+            "{escape}: {text}"
+        );
+    }
 
     // Container logs: tail, timestamps, stderr merged, the errors kubelet gives.
     wait_until("three lines logged", || {
