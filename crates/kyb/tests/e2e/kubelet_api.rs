@@ -478,6 +478,33 @@ subjects:
 - kind: ServiceAccount
   name: scraper
   namespace: default
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: prober
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: kubelet-health
+rules:
+- apiGroups: [""]
+  resources: ["nodes/healthz"]
+  verbs: ["get"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: prober-kubelet-health
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: kubelet-health
+subjects:
+- kind: ServiceAccount
+  name: prober
+  namespace: default
 "#,
     );
     let token = cluster.kubectl_ok(&["create", "token", "scraper"]);
@@ -527,6 +554,18 @@ subjects:
     assert_eq!(
         kubelet.get(&Who::Certificate("admin"), "/healthz"),
         (401, "Unauthorized".to_string())
+    );
+    // Fine-grained: nodes/healthz alone opens /healthz, not /pods.
+    let token = cluster.kubectl_ok(&["create", "token", "prober"]);
+    let prober = Who::Token(token.trim());
+    assert_eq!(kubelet.get(&prober, "/healthz"), (200, "ok".to_string()));
+    assert_eq!(
+        kubelet.get(&prober, "/pods"),
+        (
+            403,
+            "Forbidden (user=system:serviceaccount:default:prober, verb=get, resource=nodes, subresource=proxy)"
+                .to_string()
+        )
     );
     // Allowed nodes/proxy, not nodes/metrics.
     assert_eq!(
