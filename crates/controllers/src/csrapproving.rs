@@ -202,7 +202,24 @@ impl Reconciler for ApprovingReconciler {
             if is_own_serving_request(&csr, &request, node.as_deref()) {
                 return self.approve(&csr, key, SELF_NODE_SERVING_MESSAGE).await;
             }
-            return Ok(Action::Done);
+            // A node registering (or reporting its addresses) just after its request is
+            // looked at again for a while.
+            let young = csr
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .is_some_and(|created| {
+                    jiff::Timestamp::now().duration_since(created.0)
+                        < jiff::SignedDuration::from_mins(5)
+                });
+            let pending = !csrsigning::is_issued(&csr)
+                && !csrsigning::has_condition(&csr, "Approved")
+                && !csrsigning::has_condition(&csr, "Denied");
+            return Ok(if young && pending {
+                Action::RequeueAfter(std::time::Duration::from_secs(5))
+            } else {
+                Action::Done
+            });
         }
         let tried = recognize(&csr, &request);
         for recognized in &tried {

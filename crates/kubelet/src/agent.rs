@@ -138,10 +138,12 @@ pub async fn run(
             node_log_dir: "/var/log".into(),
             pod_starts: Default::default(),
         });
-        let node_ips: Vec<std::net::IpAddr> = shared
-            .host_ips
-            .iter()
-            .filter_map(|ip| ip.parse().ok())
+        // The certificate names the node's name and its address (not the loopback
+        // fallback), as the Node's status gives them.
+        let node_ips: Vec<std::net::IpAddr> = config
+            .node_ip
+            .or_else(crate::node::agent::default_route_address)
+            .into_iter()
             .collect();
         crate::server::start(server, host, &node_ips, client.clone(), cancel.clone()).await?;
     }

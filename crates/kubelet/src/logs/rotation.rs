@@ -75,6 +75,20 @@ pub fn rotated_files(current: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// Removes a dead instance's log: the file and its rotated predecessors.
+pub async fn remove_log(current: &Path) {
+    for path in rotated_files(current)
+        .into_iter()
+        .chain(std::iter::once(current.to_path_buf()))
+    {
+        if let Err(error) = tokio::fs::remove_file(&path).await
+            && error.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::debug!(path = %path.display(), %error, "removing a container log");
+        }
+    }
+}
+
 /// Rotates `current` if it has grown to `policy.max_size`: removes the rotated files that
 /// would be past the count, renames it, and calls `reopen` (the runtime reopening its
 /// log); renamed back when `reopen` fails. True when it was rotated.
@@ -243,6 +257,26 @@ mod tests {
             "long enough to rotate"
         );
         assert_eq!(std::fs::read_to_string(&current).unwrap(), "");
+    }
+
+    #[tokio::test]
+    async fn a_dead_instances_log_is_removed_with_its_rotated_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let current = dir.path().join("1.log");
+        for name in [
+            "1.log",
+            "1.log.20250101-000000",
+            "1.log.20250101-000001.gz",
+            "2.log",
+        ] {
+            std::fs::write(dir.path().join(name), "x").unwrap();
+        }
+        remove_log(&current).await;
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, ["2.log"]);
     }
 
     #[tokio::test]

@@ -513,6 +513,10 @@ impl Worker {
                 .join(&instance.name)
                 .join(instance.restart_count.to_string());
             let _ = tokio::fs::remove_file(file).await;
+            // Its log, rotated files included (kubelet's removeContainerLog).
+            if std::path::Path::new(&instance.log_path).is_absolute() {
+                crate::logs::rotation::remove_log(std::path::Path::new(&instance.log_path)).await;
+            }
         }
     }
 

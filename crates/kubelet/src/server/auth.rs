@@ -3,7 +3,9 @@
 //! groups); otherwise a bearer token is reviewed by the API server (`TokenReview`, cached
 //! 2 min when valid, 10 s when not); anonymous requests are refused (`401 Unauthorized`).
 //! Every request is then authorized by a `SubjectAccessReview` on the node
-//! (`nodes/<subresource>`, cached 5 min when allowed, 30 s when denied); a denial is
+//! (`nodes/<subresource>`, cached 5 min when allowed, 30 s when denied; `/pods`,
+//! `/healthz` and `/configz` first as `nodes/pods`, `nodes/healthz`, `nodes/configz`, then
+//! as `nodes/proxy`, as kubelet 1.33's fine-grained authorization does); a denial is
 //! kubelet's `403 Forbidden (user=…, verb=…, resource=nodes, subresource=…)`.
 
 use super::body::{self, Body, Response};
@@ -66,6 +68,21 @@ pub fn attributes(method: &Method, path: &str) -> Attributes {
         "proxy"
     };
     Attributes { verb, subresource }
+}
+
+/// The finer subresource kubelet 1.33 (`KubeletFineGrainedAuthz`, on by default) checks
+/// first for some paths, before falling back to [`attributes`]' own: `/pods` → pods,
+/// `/healthz` → healthz, `/configz` → configz, `/runningpods` → pods.
+pub fn fine_grained(path: &str) -> Option<&'static str> {
+    if is_subpath(path, "/pods") || is_subpath(path, "/runningpods") {
+        Some("pods")
+    } else if is_subpath(path, "/healthz") {
+        Some("healthz")
+    } else if is_subpath(path, "/configz") {
+        Some("configz")
+    } else {
+        None
+    }
 }
 
 /// kubelet's refusal.
@@ -277,7 +294,18 @@ impl Filter<Body> for KubeletAuth {
             }
         };
         let attributes = attributes(request.method(), request.uri().path());
-        match self.authorize(&user, &attributes).await {
+        let finer = fine_grained(request.uri().path()).map(|subresource| Attributes {
+            verb: attributes.verb,
+            subresource,
+        });
+        let mut decision = Ok(false);
+        for attributes in finer.iter().chain(std::iter::once(&attributes)) {
+            decision = self.authorize(&user, attributes).await;
+            if !matches!(decision, Ok(false)) {
+                break;
+            }
+        }
+        match decision {
             Ok(true) => next.run(request).await,
             Ok(false) => {
                 tracing::debug!(user = %user.name, verb = attributes.verb, subresource = attributes.subresource, "forbidden");
@@ -329,6 +357,12 @@ mod tests {
                 "{method} {path}"
             );
         }
+        assert_eq!(fine_grained("/pods"), Some("pods"));
+        assert_eq!(fine_grained("/runningpods/"), Some("pods"));
+        assert_eq!(fine_grained("/healthz"), Some("healthz"));
+        assert_eq!(fine_grained("/configz"), Some("configz"));
+        assert_eq!(fine_grained("/podsx"), None);
+        assert_eq!(fine_grained("/exec/a/b/c"), None);
         assert_eq!(
             forbidden_message("bob", &attributes(&Method::GET, "/pods")),
             "Forbidden (user=bob, verb=get, resource=nodes, subresource=proxy)"

@@ -72,8 +72,14 @@ pub fn text(code: StatusCode, message: impl Into<String>) -> Response {
     bytes(code, "text/plain; charset=utf-8", message.into())
 }
 
-/// `http.Error`: the message and a newline.
+/// go-restful's `WriteError`, which most of kubelet's handlers answer with: the message
+/// alone.
 pub fn error(code: StatusCode, message: impl std::fmt::Display) -> Response {
+    text(code, message.to_string())
+}
+
+/// Go's `http.Error` (its mux and file server): the message and a newline.
+pub fn http_error(code: StatusCode, message: impl std::fmt::Display) -> Response {
     text(code, format!("{message}\n"))
 }
 
@@ -88,7 +94,7 @@ pub fn json(value: &serde_json::Value) -> Response {
 
 /// Go's `http.NotFound`.
 pub fn not_found() -> Response {
-    error(StatusCode::NOT_FOUND, "404 page not found")
+    http_error(StatusCode::NOT_FOUND, "404 page not found")
 }
 
 /// A streamed response of `content_type` fed by the returned sender.

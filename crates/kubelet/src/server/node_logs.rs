@@ -76,10 +76,10 @@ pub fn listing(dir: &Path) -> std::io::Result<String> {
 /// `GET /logs/<relative>` under `root`.
 pub async fn serve(root: &Path, request_path: &str, relative: &str) -> Response {
     let Some(path) = resolve(root, relative) else {
-        return body::error(StatusCode::NOT_FOUND, "404 page not found");
+        return body::http_error(StatusCode::NOT_FOUND, "404 page not found");
     };
     let Ok(metadata) = tokio::fs::metadata(&path).await else {
-        return body::error(StatusCode::NOT_FOUND, "404 page not found");
+        return body::http_error(StatusCode::NOT_FOUND, "404 page not found");
     };
     if metadata.is_dir() {
         if !request_path.ends_with('/') {
@@ -93,15 +93,15 @@ pub async fn serve(root: &Path, request_path: &str, relative: &str) -> Response 
         }
         return match listing(&path) {
             Ok(html) => body::bytes(StatusCode::OK, "text/html; charset=utf-8", html),
-            Err(error) => body::error(StatusCode::INTERNAL_SERVER_ERROR, error),
+            Err(error) => body::http_error(StatusCode::INTERNAL_SERVER_ERROR, error),
         };
     }
     let mut file = match tokio::fs::File::open(&path).await {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
-            return body::error(StatusCode::FORBIDDEN, "403 Forbidden");
+            return body::http_error(StatusCode::FORBIDDEN, "403 Forbidden");
         }
-        Err(error) => return body::error(StatusCode::INTERNAL_SERVER_ERROR, error),
+        Err(error) => return body::http_error(StatusCode::INTERNAL_SERVER_ERROR, error),
     };
     let (tx, mut response) = body::stream("text/plain; charset=utf-8");
     if let Ok(length) = HeaderValue::from_str(&metadata.len().to_string()) {

@@ -51,6 +51,29 @@ impl Kubelet<'_> {
         command
     }
 
+    /// The response head (lower-cased) of an upgrade request over HTTP/1.1; the upgraded
+    /// connection is dropped after a moment.
+    fn upgrade(&self, method: &str, headers: &[&str], path: &str) -> String {
+        let mut extra = vec![
+            "-i",
+            "--http1.1",
+            "-m",
+            "3",
+            "-X",
+            method,
+            "-H",
+            "Connection: Upgrade",
+        ];
+        for header in headers {
+            extra.extend(["-H", header]);
+        }
+        let output = self
+            .curl(&Who::Certificate("admin"), &extra, path)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stdout).to_ascii_lowercase()
+    }
+
     /// The status code and body of a request.
     fn get(&self, who: &Who<'_>, path: &str) -> (u16, String) {
         let output = self
@@ -77,7 +100,12 @@ fn wait_until(what: &str, mut probe: impl FnMut() -> bool) {
 
 #[test]
 fn the_kubelet_api_authenticates_authorizes_and_serves_logs_pods_and_metrics_as_root() {
-    let cluster = NodeCluster::start();
+    let cluster = NodeCluster::start_with(&[
+        "--container-log-max-size",
+        "4Ki",
+        "--container-log-max-files",
+        "3",
+    ]);
     let pki = pki(&cluster);
     // A user the API server knows but grants nothing on nodes.
     kyb_pki::ClientIssuer::open(&pki)
@@ -139,6 +167,17 @@ spec:
       exec:
         command: ["true"]
       periodSeconds: 1
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: chatter
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: chat
+    image: {BUSYBOX}
+    command: ["sh", "-c", "i=0; while true; do echo chat-$i-0123456789012345678901234567890123456789012345678901234567890123456789; i=$((i+1)); sleep 0.05; done"]
 "#
     ));
     cluster.wait_for_pod("talker", "ready", |pod| {
@@ -161,7 +200,8 @@ spec:
     assert_eq!(code, 200);
     let configz: serde_json::Value = serde_json::from_str(&configz).unwrap();
     assert_eq!(configz["kubeletconfig"]["port"], 10250);
-    assert_eq!(configz["kubeletconfig"]["containerLogMaxFiles"], 5);
+    assert_eq!(configz["kubeletconfig"]["containerLogMaxFiles"], 3);
+    assert_eq!(configz["kubeletconfig"]["containerLogMaxSize"], "4096");
 
     wait_until("the readiness probe counted", || {
         let (code, text) = kubelet.get(&admin, "/metrics/probes");
@@ -192,7 +232,21 @@ spec:
     let (code, listing) = kubelet.get(&admin, "/logs/");
     assert_eq!(code, 200);
     assert!(listing.contains("<pre>"), "{listing}");
-    assert_eq!(kubelet.get(&admin, "/logs/../etc/passwd").0, 404);
+    for escape in [
+        "/logs/../etc/passwd",
+        "/logs/%2e%2e/etc/passwd",
+        "/logs/..%2fetc/passwd",
+    ] {
+        let output = kubelet
+            .curl(&admin, &["--path-as-is", "-w", "\n%{http_code}"], escape)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            text.ends_with("\n404") && !text.contains("root:"),
+            "{escape}: {text}"
+        );
+    }
 
     // Container logs: tail, timestamps, stderr merged, the errors kubelet gives.
     wait_until("three lines logged", || {
@@ -221,20 +275,20 @@ spec:
     );
     assert_eq!(
         kubelet.get(&admin, "/containerLogs/default/nope/talk"),
-        (404, "pod \"nope\" does not exist\n".to_string())
+        (404, "pod \"nope\" does not exist".to_string())
     );
     assert_eq!(
         kubelet.get(&admin, "/containerLogs/default/talker/other"),
         (
             404,
-            "container \"other\" not found in pod \"talker\"\n".to_string()
+            "container \"other\" not found in pod \"talker\"".to_string()
         )
     );
     assert_eq!(
         kubelet.get(&admin, "/containerLogs/default/talker/talk?previous=true"),
         (
             400,
-            "previous terminated container \"talk\" in pod \"talker\" not found\n".to_string()
+            "previous terminated container \"talk\" in pod \"talker\" not found".to_string()
         )
     );
     assert_eq!(
@@ -242,6 +296,68 @@ spec:
             .get(&admin, "/containerLogs/default/talker/talk?tailLines=-1")
             .0,
         422
+    );
+
+    // Rotation: the chatty container's log is renamed past 4Ki and reopened, at most
+    // three files kept; a tail reads across the rotated file and the current one.
+    let chatter = cluster.wait_for_pod("chatter", "running", |pod| {
+        pod["status"]["phase"] == "Running"
+    });
+    let log_dir = cluster.kubeconfig().parent().unwrap().join(format!(
+        "agent/logs/default_chatter_{}/chat",
+        chatter["metadata"]["uid"].as_str().unwrap()
+    ));
+    let files = |dir: &std::path::Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let names = files(&log_dir);
+        assert!(
+            names.len() <= 3,
+            "more files than --container-log-max-files: {names:?}"
+        );
+        if names.len() == 3 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no rotation in {}: {names:?}",
+            log_dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let current = std::fs::read_to_string(log_dir.join("0.log")).unwrap_or_default();
+    let current_lines = current.lines().count();
+    let (code, tail) = kubelet.get(
+        &admin,
+        &format!(
+            "/containerLogs/default/chatter/chat?tailLines={}",
+            current_lines + 20
+        ),
+    );
+    assert_eq!(code, 200);
+    let numbers: Vec<u64> = tail
+        .lines()
+        .filter_map(|l| l.strip_prefix("chat-")?.split('-').next()?.parse().ok())
+        .collect();
+    assert!(
+        numbers.len() >= current_lines + 20,
+        "{} lines",
+        numbers.len()
+    );
+    assert!(
+        numbers.windows(2).all(|w| w[1] == w[0] + 1),
+        "lines missing across the rotation"
     );
 
     // Following: lines arrive as they are written.
@@ -275,42 +391,223 @@ spec:
     // Streaming: kubelet's refusals, then an exec upgraded by the runtime.
     assert_eq!(
         kubelet.get(&admin, "/exec/default/nope/talk?command=true&output=1"),
-        (404, "pod does not exist\n".to_string())
+        (404, "pod does not exist".to_string())
     );
     let (code, text) = kubelet.get(&admin, "/exec/default/talker/talk?command=true");
     assert_eq!(
         (code, text.as_str()),
+        (400, "you must specify at least 1 of stdin, stdout, stderr")
+    );
+    let head = kubelet.upgrade(
+        "POST",
+        &[
+            "Upgrade: SPDY/3.1",
+            "X-Stream-Protocol-Version: v4.channel.k8s.io",
+        ],
+        "/exec/default/talker/talk?command=true&output=1",
+    );
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(
+        head.contains("x-stream-protocol-version: v4.channel.k8s.io"),
+        "{head}"
+    );
+    let head = kubelet.upgrade(
+        "POST",
+        &[
+            "Upgrade: SPDY/3.1",
+            "X-Stream-Protocol-Version: portforward.k8s.io",
+        ],
+        "/portForward/default/talker",
+    );
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(
+        head.contains("x-stream-protocol-version: portforward.k8s.io"),
+        "{head}"
+    );
+    // A WebSocket client: the runtime accepts the key and the channel protocol.
+    let head = kubelet.upgrade(
+        "GET",
+        &[
+            "Upgrade: websocket",
+            "Sec-WebSocket-Version: 13",
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+            "Sec-WebSocket-Protocol: v4.channel.k8s.io",
+        ],
+        "/exec/default/talker/talk?command=true&output=1",
+    );
+    assert!(head.starts_with("http/1.1 101"), "{head}");
+    assert!(
+        head.contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo="),
+        "{head}"
+    );
+}
+
+#[test]
+fn a_standalone_kubelet_bootstraps_its_serving_certificate_and_follows_logs_to_the_end_as_root() {
+    let cluster = NodeCluster::start_with(&["--disable-agent"]);
+    let kubelet = Kubelet {
+        cluster: &cluster,
+        pki: pki(&cluster),
+    };
+    // A service account allowed the kubelet's proxy subresource, and one allowed nothing.
+    cluster.apply(
+        r#"
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: scraper
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: kubelet-reader
+rules:
+- apiGroups: [""]
+  resources: ["nodes/proxy"]
+  verbs: ["get"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: scraper-kubelet-reader
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: kubelet-reader
+subjects:
+- kind: ServiceAccount
+  name: scraper
+  namespace: default
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: prober
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: kubelet-health
+rules:
+- apiGroups: [""]
+  resources: ["nodes/healthz"]
+  verbs: ["get"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: prober-kubelet-health
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: kubelet-health
+subjects:
+- kind: ServiceAccount
+  name: prober
+  namespace: default
+"#,
+    );
+    let token = cluster.kubectl_ok(&["create", "token", "scraper"]);
+    let scraper = Who::Token(token.trim());
+    // Its certificate comes through a kubelet-serving CSR, approved and signed by the
+    // cluster CA: once it is, curl verifies the server against the CA by the node's name.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let answer = kubelet.get(&scraper, "/healthz");
+        if answer == (200, "ok".to_string()) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the kubelet serves no CA-signed certificate (last answer {answer:?}); CSRs: {}; node: {}",
+            cluster
+                .kubectl(&["get", "csr", "-o", "yaml"])
+                .stdout
+                .escape_ascii(),
+            cluster
+                .get_json(&["node", &cluster.node_name])
+                .unwrap_or_default()["status"]["addresses"]
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let csrs = cluster.get_json(&["csr"]).unwrap();
+    let serving = csrs["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|csr| csr["spec"]["signerName"] == "kubernetes.io/kubelet-serving")
+        .expect("a kubelet-serving CSR");
+    assert_eq!(
+        serving["spec"]["username"],
+        format!("system:node:{}", cluster.node_name)
+    );
+    assert!(
+        serving["status"]["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "Approved" && c["reason"] == "AutoApproved"),
+        "{serving}"
+    );
+    // Without --client-ca-file, client certificates are not asked for: the admin's
+    // certificate makes an anonymous request.
+    assert_eq!(
+        kubelet.get(&Who::Certificate("admin"), "/healthz"),
+        (401, "Unauthorized".to_string())
+    );
+    // Fine-grained: nodes/healthz alone opens /healthz, not /pods.
+    let token = cluster.kubectl_ok(&["create", "token", "prober"]);
+    let prober = Who::Token(token.trim());
+    assert_eq!(kubelet.get(&prober, "/healthz"), (200, "ok".to_string()));
+    assert_eq!(
+        kubelet.get(&prober, "/pods"),
         (
-            400,
-            "you must specify at least 1 of stdin, stdout, stderr\n"
+            403,
+            "Forbidden (user=system:serviceaccount:default:prober, verb=get, resource=nodes, subresource=proxy)"
+                .to_string()
         )
     );
-    let upgrade = kubelet
+    // Allowed nodes/proxy, not nodes/metrics.
+    assert_eq!(
+        kubelet.get(&scraper, "/metrics/probes"),
+        (
+            403,
+            "Forbidden (user=system:serviceaccount:default:scraper, verb=get, resource=nodes, subresource=metrics)"
+                .to_string()
+        )
+    );
+
+    // A follower of a container that exits gets every line, then the end.
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: counter
+spec:
+  restartPolicy: Never
+  containers:
+  - name: count
+    image: {BUSYBOX}
+    command: ["sh", "-c", "sleep 2; for i in 1 2 3; do echo count-$i; sleep 1; done"]
+"#
+    ));
+    cluster.wait_for_pod("counter", "running", |pod| {
+        pod["status"]["phase"] == "Running"
+    });
+    let started = Instant::now();
+    let output = kubelet
         .curl(
-            &admin,
-            &[
-                "-i",
-                "--http1.1",
-                "-m",
-                "3",
-                "-X",
-                "POST",
-                "-H",
-                "Connection: Upgrade",
-                "-H",
-                "Upgrade: SPDY/3.1",
-                "-H",
-                "X-Stream-Protocol-Version: v4.channel.k8s.io",
-            ],
-            "/exec/default/talker/talk?command=true&output=1",
+            &scraper,
+            &["-N", "-m", "40"],
+            "/containerLogs/default/counter/count?follow=true",
         )
         .output()
         .unwrap();
-    let head = String::from_utf8_lossy(&upgrade.stdout);
-    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
-    assert!(
-        head.to_ascii_lowercase()
-            .contains("x-stream-protocol-version: v4.channel.k8s.io"),
-        "{head}"
+    assert!(output.status.success(), "curl: {:?}", output.status);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "count-1\ncount-2\ncount-3\n"
     );
+    assert!(started.elapsed() < Duration::from_secs(30));
 }
