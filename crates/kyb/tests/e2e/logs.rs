@@ -41,6 +41,29 @@ spec:
   volumes: [{{name: data, emptyDir: {{}}}}]
 "#
     ));
+    // A container that never starts has no log yet: the kubelet's reason, passed on.
+    cluster.apply(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: never}
+spec:
+  containers:
+  - name: c
+    image: registry.invalid/no/such:image
+"#,
+    );
+    cluster.wait_for_pod("never", "waiting", |pod| {
+        container_status(pod, "c").is_some_and(|c| c["state"]["waiting"].is_object())
+    });
+    let waiting = cluster.kubectl(&["logs", "never"]);
+    assert!(!waiting.status.success());
+    let error = String::from_utf8_lossy(&waiting.stderr);
+    assert!(
+        error.contains("container \"c\" in pod \"never\" is waiting to start: "),
+        "{error}"
+    );
+
     cluster.wait_for_pod("talker", "app running", |pod| {
         container_status(pod, "app").is_some_and(|c| c["state"]["running"].is_object())
     });
