@@ -126,6 +126,16 @@ spec:
         cluster.kubectl_ok(&["logs", "talker", "-c", "setup"]),
         "init done\n"
     );
+    assert_eq!(
+        cluster.kubectl_ok(&[
+            "logs",
+            "talker",
+            "-c",
+            "setup",
+            "--insecure-skip-tls-verify-backend"
+        ]),
+        "init done\n"
+    );
     let previous = cluster.kubectl(&["logs", "talker", "-c", "app", "--previous"]);
     assert!(!previous.status.success());
     let error = String::from_utf8_lossy(&previous.stderr);
