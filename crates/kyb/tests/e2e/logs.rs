@@ -187,6 +187,13 @@ fn proxies_reach_the_kubelet_pods_and_services_as_root() {
         &format!("/api/v1/nodes/{node}/proxy/healthz"),
     ]);
     assert_eq!(healthz, "ok");
+    let configz = cluster.kubectl_ok(&[
+        "get",
+        "--raw",
+        &format!("/api/v1/nodes/{node}/proxy/configz"),
+    ]);
+    let configz: serde_json::Value = serde_json::from_str(&configz).unwrap();
+    assert!(configz["kubeletconfig"].is_object(), "{configz}");
 
     cluster.apply(&format!(
         r#"
