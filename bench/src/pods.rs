@@ -177,7 +177,13 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
     let outcome = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
-        .block_on(measure(port, kubelet.id(), quick));
+        .block_on(measure(
+            port,
+            kubelet.id(),
+            quick,
+            &runtime.endpoint(),
+            dir.path(),
+        ));
     drop(kubelet);
     drop(runtime);
     drop(netns);
@@ -185,7 +191,13 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
     outcome
 }
 
-async fn measure(port: u16, kubelet: u32, quick: bool) -> anyhow::Result<()> {
+async fn measure(
+    port: u16,
+    kubelet: u32,
+    quick: bool,
+    runtime: &str,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<()> {
     // The node Ready.
     let mut sender = connect(port).await?;
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -252,6 +264,7 @@ async fn measure(port: u16, kubelet: u32, quick: bool) -> anyhow::Result<()> {
     );
     let mut with_pods_rss = 0.0;
     let mut cpu_per_pod = 0.0;
+    let mut stats = None;
     let batches: &[usize] = if quick { &[30] } else { &[30, 100] };
     for &count in batches {
         let names: Vec<String> = (0..count).map(|i| format!("batch{count}-{i}")).collect();
@@ -278,6 +291,7 @@ async fn measure(port: u16, kubelet: u32, quick: bool) -> anyhow::Result<()> {
             tokio::time::sleep(Duration::from_secs(3)).await;
             with_pods_rss = rss_mib(kubelet);
             cpu_per_pod = cpu / count as f64;
+            stats = Some((count, stats_cost(runtime, data_dir).await?));
         }
         let deleted = delete_all(port).await?;
         println!(
@@ -295,5 +309,85 @@ async fn measure(port: u16, kubelet: u32, quick: bool) -> anyhow::Result<()> {
     println!("| RSS idle | {idle_rss:.1} MiB |");
     println!("| RSS with {last} pods | {with_pods_rss:.1} MiB |");
     println!("| CPU per pod start ({last} at once) | {cpu_per_pod:.1} ms |");
+    if let Some((count, costs)) = stats {
+        println!(
+            "\n## Node stats with {count} pods Running (the agent's CriStats, in process, {STATS_ROUNDS} rounds)\n"
+        );
+        println!("| endpoint | p50 | p99 | pods (containers) reported |");
+        println!("|---|---|---|---|");
+        for (endpoint, latencies, reported) in costs {
+            println!(
+                "| {endpoint} | {} | {} | {reported} |",
+                ms(latencies.percentile(50.0)),
+                ms(latencies.percentile(99.0)),
+            );
+        }
+    }
     Ok(())
+}
+
+/// Rounds of each stats endpoint measured.
+const STATS_ROUNDS: usize = 20;
+
+/// What `/stats/summary` (whole and CPU-and-memory) and `/metrics/resource` cost the agent
+/// with the pods now running: the same `CriStats` the agent serves them from, against the
+/// same runtime, timed in process (without the HTTPS in front).
+async fn stats_cost(
+    runtime: &str,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<Vec<(&'static str, Latencies, usize)>> {
+    use kyb_kubelet::stats::{CriStats, NodeStats};
+    let root = data_dir.join("agent");
+    let stats = CriStats::new(
+        kyb_kubelet::cri::Cri::connect(runtime)?,
+        "bench",
+        root.clone(),
+        root.join("logs"),
+    );
+    let mut out = Vec::new();
+    // The runtime's share: the one CRI call whose cost grows with the containers.
+    let mut cri = kyb_kubelet::cri::Cri::connect(runtime)?;
+    let mut samples = Vec::with_capacity(STATS_ROUNDS);
+    let mut reported = 0;
+    for _ in 0..STATS_ROUNDS {
+        let started = Instant::now();
+        reported = cri
+            .runtime
+            .list_container_stats(k8s_cri::v1::ListContainerStatsRequest { filter: None })
+            .await?
+            .into_inner()
+            .stats
+            .len();
+        samples.push(started.elapsed());
+    }
+    out.push((
+        "CRI ListContainerStats alone",
+        Latencies::new(samples),
+        reported,
+    ));
+    for endpoint in [
+        "/stats/summary",
+        "/stats/summary?only_cpu_and_memory=true",
+        "/metrics/resource",
+    ] {
+        let mut samples = Vec::with_capacity(STATS_ROUNDS);
+        let mut reported = 0;
+        for _ in 0..STATS_ROUNDS {
+            let started = Instant::now();
+            reported = match endpoint {
+                "/metrics/resource" => stats
+                    .resource_metrics()
+                    .await?
+                    .lines()
+                    .filter(|l| l.starts_with("pod_cpu_usage_seconds_total{"))
+                    .count(),
+                _ => stats.summary(endpoint.ends_with("true")).await?["pods"]
+                    .as_array()
+                    .map_or(0, Vec::len),
+            };
+            samples.push(started.elapsed());
+        }
+        out.push((endpoint, Latencies::new(samples), reported));
+    }
+    Ok(out)
 }

@@ -84,6 +84,7 @@ async fn try_run(engine: &Arc<Engine>, advertised: &Advertised) -> Result<(), ky
     });
     rest::ensure(engine, find("", "v1", "services")?, service, true).await?;
     policy(engine).await?;
+    crate::metrics_api::register::ensure(engine).await?;
     // Where the API server can be reached from pods: worth a warning, not a refusal to serve.
     for (object, resource) in [
         (endpoints, find("", "v1", "endpoints")?),
@@ -148,7 +149,7 @@ async fn policy(engine: &Arc<Engine>) -> Result<(), kyb_api::Status> {
     Ok(())
 }
 
-fn ignore_exists(result: Result<Value, kyb_api::Status>) -> Result<(), kyb_api::Status> {
+pub(crate) fn ignore_exists(result: Result<Value, kyb_api::Status>) -> Result<(), kyb_api::Status> {
     match result {
         Ok(_) => Ok(()),
         Err(status) if status.code == 409 => Ok(()),

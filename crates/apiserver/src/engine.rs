@@ -42,6 +42,8 @@ pub struct Engine {
     pub health: kyb_component::Health,
     /// The client connectors reach kubelets with (`pods/log`, `nodes/proxy`, `pods/exec`, …).
     pub kubelet: crate::kubelet::KubeletClient,
+    /// The metrics API's latest node and container usage, kept by its scraper.
+    pub metrics: Arc<crate::metrics_api::MetricsStore>,
 }
 
 /// Where Services' ClusterIPs and NodePorts come from; allocation is serialized.

@@ -24,6 +24,7 @@ pub mod flowcontrol;
 pub mod keepers;
 pub mod kinds;
 pub mod kubelet;
+pub mod metrics_api;
 mod names;
 mod negotiation;
 mod openapi;
@@ -35,6 +36,7 @@ mod router;
 mod routes;
 mod server;
 pub mod strategies;
+pub mod streaming;
 mod util;
 mod validation;
 

@@ -193,6 +193,7 @@ impl ApiServer {
             identity: Arc::new(crate::auth::User::apiserver()),
             health: config.health.clone(),
             kubelet,
+            metrics: Default::default(),
         });
         let advertised = Advertised {
             address: advertise_address(&config),
@@ -313,6 +314,11 @@ impl ApiServer {
     pub async fn bootstrap(&self) {
         bootstrap::run(&self.engine, &self.advertised).await;
         crate::keepers::start(&self.engine).await;
+        tokio::spawn(crate::metrics_api::scrape::run(
+            self.engine.clone(),
+            self.engine.metrics.clone(),
+            Arc::new(self.engine.kubelet.clone()),
+        ));
         self.routes.ready.store(true, Ordering::Release);
     }
 
@@ -352,10 +358,12 @@ impl ApiServer {
     }
 }
 
-/// The connect subresources every server serves: `pods/log` and the proxies.
+/// The connect subresources every server serves: `pods/log` and the proxies; exec,
+/// attach and port-forward.
 fn default_connectors() -> Connectors {
     let mut connectors = Connectors::default();
     crate::proxy::register(&mut connectors);
+    crate::streaming::register(&mut connectors);
     connectors
 }
 

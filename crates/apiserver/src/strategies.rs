@@ -312,7 +312,10 @@ mod tests {
             .filter(|r| r.strategy.definition().is_none())
             .map(|r| r.kind.as_ref())
             .collect();
-        assert_eq!(untyped, vec!["PodGroup", "ElasticQuota"]);
+        assert_eq!(
+            untyped,
+            vec!["PodGroup", "ElasticQuota", "NodeMetrics", "PodMetrics"]
+        );
         let deployments = snapshot.find("apps", "v1", "deployments");
         assert!(deployments.is_some_and(|d| d.strategy.tracks_generation()
             && d.strategy.scale().is_some()

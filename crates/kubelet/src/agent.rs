@@ -114,6 +114,7 @@ pub async fn run(
         recorder,
         backoff: Mutex::new(Default::default()),
         status: crate::pods::status_manager::StatusManager::new(client.clone()),
+        admitted: Default::default(),
         pods: pods.clone(),
         resources,
         cgroup_driver: kyb_node_sys::cgroup::driver(),
@@ -124,7 +125,12 @@ pub async fn run(
     });
     // The kubelet's API (an address in use fails the agent, as it fails kubelet).
     if let Some(server) = &config.server {
-        let stats: Arc<dyn crate::stats::NodeStats> = Arc::new(crate::server::NoStats);
+        let stats: Arc<dyn crate::stats::NodeStats> = Arc::new(crate::stats::CriStats::new(
+            shared.cri.clone(),
+            &config.node_name,
+            config.root_dir.clone(),
+            config.logs_dir(),
+        ));
         let host = Arc::new(crate::server::Host {
             shared: shared.clone(),
             stats,

@@ -115,6 +115,32 @@ impl PodStats for CriPodStats {
             })
             .collect())
     }
+
+    async fn local_storage(&self) -> anyhow::Result<Vec<(PodUsage, Vec<(String, u64)>)>> {
+        let limited = self
+            .shared
+            .pods
+            .list()
+            .iter()
+            .any(|p| crate::node::local_storage::has_limits(p));
+        if !limited {
+            return Ok(vec![]);
+        }
+        let mut measured = vec![];
+        for usage in self.active_pods().await? {
+            if !crate::node::local_storage::has_limits(&usage.pod) {
+                continue;
+            }
+            let uid = usage.pod.metadata.uid.clone().unwrap_or_default();
+            let shared = self.shared.clone();
+            let empty_dirs =
+                tokio::task::spawn_blocking(move || shared.volumes.empty_dir_usage(&uid))
+                    .await
+                    .unwrap_or_default();
+            measured.push((usage, empty_dirs));
+        }
+        Ok(measured)
+    }
 }
 
 /// Evicts a pod as kubelet does: its status `Failed` with reason `Evicted` and the

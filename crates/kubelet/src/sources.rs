@@ -191,7 +191,7 @@ impl Sources for ApiSources {
         let issued = api
             .create_token_request(service_account, &Default::default(), &request)
             .await
-            .map_err(|e| api_error("serviceaccount", service_account, e))?;
+            .map_err(|e| api_error("serviceaccounts", service_account, e))?;
         let status = issued
             .status
             .ok_or_else(|| SourceError::Failed("the token request has no status".into()))?;
@@ -209,7 +209,7 @@ impl Sources for ApiSources {
         let api: kube::Api<PersistentVolumeClaim> =
             kube::Api::namespaced(self.client.clone(), namespace);
         Ok(Arc::new(api.get(name).await.map_err(|e| {
-            api_error("persistentvolumeclaim", name, e)
+            api_error("persistentvolumeclaims", name, e)
         })?))
     }
 
@@ -218,7 +218,7 @@ impl Sources for ApiSources {
         Ok(Arc::new(
             api.get(name)
                 .await
-                .map_err(|e| api_error("persistentvolume", name, e))?,
+                .map_err(|e| api_error("persistentvolumes", name, e))?,
         ))
     }
 }

@@ -165,6 +165,105 @@ pub fn remove_if_empty(path: &str) {
     let _ = std::fs::remove_dir(std::path::Path::new(ROOT).join(relative));
 }
 
+/// The limits of a cgroup that holds other cgroups (a pod's, a QoS class's), as the
+/// kubelet's pod container manager sets them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The CPU weight in v1 shares (1024 a CPU; at least 2).
+    pub cpu_shares: u64,
+    /// The CFS quota in microseconds per `cpu_period`; None for no limit.
+    pub cpu_quota: Option<i64>,
+    /// The CFS period in microseconds.
+    pub cpu_period: u64,
+    /// The memory limit in bytes; None for no limit.
+    pub memory: Option<i64>,
+}
+
+/// Creates the cgroup `path` (relative to each hierarchy, `/kubepods/burstable/pod<uid>`)
+/// in the CPU and memory controllers and writes `limits` into it: on v1 `cpu.shares`,
+/// `cpu.cfs_period_us`, `cpu.cfs_quota_us` and `memory.limit_in_bytes`; on v2 `cpu.weight`,
+/// `cpu.max` and `memory.max`, with the controllers enabled in each ancestor's
+/// `cgroup.subtree_control`. Existing cgroups are updated. Needs root.
+pub fn apply(path: &str, version: Version, limits: &Limits) -> std::io::Result<()> {
+    apply_at(Path::new(ROOT), path, version, limits)
+}
+
+/// [`apply`] under another root (the tests' directory trees).
+pub fn apply_at(root: &Path, path: &str, version: Version, limits: &Limits) -> std::io::Result<()> {
+    let relative = path.trim_start_matches('/');
+    if relative.is_empty() || relative.split('/').any(|part| part == "..") {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{path:?} is not a cgroup path"),
+        ));
+    }
+    let write = |dir: &Path, file: &str, value: String| {
+        std::fs::write(dir.join(file), &value).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("writing {value:?} to {}: {e}", dir.join(file).display()),
+            )
+        })
+    };
+    match version {
+        Version::V1 => {
+            let cpu = root.join("cpu").join(relative);
+            std::fs::create_dir_all(&cpu)?;
+            write(&cpu, "cpu.shares", limits.cpu_shares.to_string())?;
+            write(&cpu, "cpu.cfs_period_us", limits.cpu_period.to_string())?;
+            write(
+                &cpu,
+                "cpu.cfs_quota_us",
+                limits.cpu_quota.unwrap_or(-1).to_string(),
+            )?;
+            let memory = root.join("memory").join(relative);
+            std::fs::create_dir_all(&memory)?;
+            write(
+                &memory,
+                "memory.limit_in_bytes",
+                limits.memory.unwrap_or(-1).to_string(),
+            )?;
+        }
+        Version::V2 => {
+            // Each ancestor hands the CPU and memory controllers down to its children.
+            let mut dir = root.to_path_buf();
+            for part in relative.split('/') {
+                let _ = std::fs::write(dir.join("cgroup.subtree_control"), "+cpu +memory");
+                dir.push(part);
+                if !dir.is_dir() {
+                    std::fs::create_dir(&dir)?;
+                }
+            }
+            write(
+                &dir,
+                "cpu.weight",
+                shares_to_weight(limits.cpu_shares).to_string(),
+            )?;
+            let quota = limits
+                .cpu_quota
+                .map_or_else(|| "max".to_string(), |q| q.to_string());
+            write(&dir, "cpu.max", format!("{quota} {}", limits.cpu_period))?;
+            write(
+                &dir,
+                "memory.max",
+                limits
+                    .memory
+                    .map_or_else(|| "max".to_string(), |m| m.to_string()),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// v1 CPU shares (2..=262144) as a v2 weight (1..=10000), as runc converts them.
+pub fn shares_to_weight(shares: u64) -> u64 {
+    if shares == 0 {
+        return 0;
+    }
+    let shares = shares.clamp(2, 262_144);
+    1 + ((shares - 2) * 9999) / 262_142
+}
+
 /// The cgroups (cgroupfs layout) a pod with `uid` may have, one per QoS class.
 pub fn pod_cgroups(uid: &str) -> [String; 3] {
     [
@@ -178,6 +277,53 @@ pub fn pod_cgroups(uid: &str) -> [String; 3] {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn limits_are_written_as_each_version_names_them() {
+        let root = tempfile::tempdir().unwrap();
+        let limits = Limits {
+            cpu_shares: 307,
+            cpu_quota: Some(30_000),
+            cpu_period: 100_000,
+            memory: Some(96 << 20),
+        };
+        apply_at(root.path(), "/kubepods/podu1", Version::V1, &limits).unwrap();
+        let read = |p: &str| std::fs::read_to_string(root.path().join(p)).unwrap();
+        assert_eq!(read("cpu/kubepods/podu1/cpu.shares"), "307");
+        assert_eq!(read("cpu/kubepods/podu1/cpu.cfs_quota_us"), "30000");
+        assert_eq!(read("cpu/kubepods/podu1/cpu.cfs_period_us"), "100000");
+        assert_eq!(
+            read("memory/kubepods/podu1/memory.limit_in_bytes"),
+            "100663296"
+        );
+
+        let unlimited = Limits {
+            cpu_quota: None,
+            memory: None,
+            ..limits
+        };
+        apply_at(
+            root.path(),
+            "kubepods/burstable/podu2",
+            Version::V2,
+            &unlimited,
+        )
+        .unwrap();
+        assert_eq!(read("kubepods/burstable/podu2/cpu.max"), "max 100000");
+        assert_eq!(read("kubepods/burstable/podu2/memory.max"), "max");
+        assert_eq!(read("kubepods/burstable/podu2/cpu.weight"), "12");
+        assert_eq!(read("kubepods/cgroup.subtree_control"), "+cpu +memory");
+
+        let error = apply_at(root.path(), "/kubepods/../x", Version::V1, &limits).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn shares_convert_to_weights_as_runc_does() {
+        assert_eq!(shares_to_weight(2), 1);
+        assert_eq!(shares_to_weight(1024), 39);
+        assert_eq!(shares_to_weight(262_144), 10_000);
+    }
 
     #[test]
     fn this_machine_has_a_version_consistent_with_its_mounts() {

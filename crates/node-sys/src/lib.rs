@@ -33,6 +33,7 @@
 pub mod cgroup;
 pub mod machine;
 pub mod mount;
+pub mod netns;
 pub mod privileges;
 pub mod signals;
 

@@ -220,6 +220,66 @@ pub fn parse_memory_stat(text: &str, key: &str) -> Option<u64> {
     })
 }
 
+/// The CPU time the whole machine has used, in core-nanoseconds, as cAdvisor reads the
+/// root cgroup: `cpuacct.usage` on cgroup v1, `cpu.stat`'s `usage_usec` on v2; the
+/// non-idle time of `/proc/stat`'s `cpu` line where neither exists.
+pub fn cpu_usage_core_nanoseconds() -> Result<u64, Error> {
+    let root = Path::new(crate::cgroup::ROOT);
+    let v1 = root.join("cpuacct/cpuacct.usage");
+    if v1.is_file() {
+        return read(&v1)?
+            .trim()
+            .parse()
+            .map_err(|_| parse_error(&v1, "not a number"));
+    }
+    let v2 = root.join("cpu.stat");
+    if v2.is_file()
+        && let Some(usec) = parse_memory_stat(&read(&v2)?, "usage_usec")
+    {
+        return Ok(usec.saturating_mul(1000));
+    }
+    let path = Path::new("/proc/stat");
+    parse_proc_stat_busy(&read(path)?)
+        .map(|ticks| ticks.saturating_mul(NANOS_PER_USER_HZ_TICK))
+        .ok_or_else(|| parse_error(path, "no cpu line"))
+}
+
+/// Nanoseconds in one `USER_HZ` tick (100 Hz on every Linux architecture Kubernetes runs on).
+const NANOS_PER_USER_HZ_TICK: u64 = 10_000_000;
+
+/// The busy ticks of `/proc/stat`'s aggregate `cpu` line: everything but `idle` and
+/// `iowait` (and the guest times, already counted in `user` and `nice`).
+pub fn parse_proc_stat_busy(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let values: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal guest guest_nice
+    let busy = [0usize, 1, 2, 5, 6, 7]
+        .iter()
+        .filter_map(|&i| values.get(i))
+        .sum();
+    Some(busy)
+}
+
+/// When the machine booted, in seconds since the epoch (`/proc/stat`'s `btime`): the start
+/// time the Summary API gives the node.
+pub fn boot_time() -> Result<i64, Error> {
+    let path = Path::new("/proc/stat");
+    parse_btime(&read(path)?).ok_or_else(|| parse_error(path, "no btime line"))
+}
+
+/// `btime 1700000000` of `/proc/stat`.
+pub fn parse_btime(text: &str) -> Option<i64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// Process IDs: the most the kernel hands out and how many are in use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pids {
@@ -445,5 +505,18 @@ mod tests {
         assert!(!identity.kernel_version.is_empty(), "{identity:?}");
         assert_eq!(identity.boot_id.len(), 36, "{identity:?}");
         assert!(memory_working_set().unwrap() > 0);
+        let first = cpu_usage_core_nanoseconds().unwrap();
+        assert!(first > 0);
+        assert!(cpu_usage_core_nanoseconds().unwrap() >= first);
+        assert!(boot_time().unwrap() > 1_000_000_000);
+    }
+
+    #[test]
+    fn proc_stat_busy_ticks_and_boot_time() {
+        let text = "cpu  100 20 30 1000 50 6 7 8 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\nbtime 1700000000\n";
+        assert_eq!(parse_proc_stat_busy(text), Some(100 + 20 + 30 + 6 + 7 + 8));
+        assert_eq!(parse_proc_stat_busy("cpu0 1 2 3\n"), None);
+        assert_eq!(parse_btime(text), Some(1_700_000_000));
+        assert_eq!(parse_btime("cpu 1\n"), None);
     }
 }

@@ -148,6 +148,8 @@ pub fn printer(group: &str, kind: &str) -> &'static Printer {
         ("storage.k8s.io", "CSIStorageCapacity") => &storage::CSI_STORAGE_CAPACITY,
         ("networking.k8s.io", "ServiceCIDR") => &networking::SERVICE_CIDR,
         ("networking.k8s.io", "IPAddress") => &networking::IP_ADDRESS,
+        ("metrics.k8s.io", "NodeMetrics") => &kinds::metrics::NODE_METRICS,
+        ("metrics.k8s.io", "PodMetrics") => &kinds::metrics::POD_METRICS,
         _ => &generic::DEFAULT,
     }
 }

@@ -128,6 +128,8 @@ resources! {
     "storage.k8s.io" "v1" "CSIStorageCapacity" "csistoragecapacities" "csistoragecapacity" [] [] true ALL_VERBS [] "/registry/csistoragecapacities" "v1" false;
     "networking.k8s.io" "v1" "ServiceCIDR" "servicecidrs" "servicecidr" [] [] false ALL_VERBS [Status] "/registry/servicecidrs" "v1" true;
     "networking.k8s.io" "v1" "IPAddress" "ipaddresses" "ipaddress" ["ip"] [] false ALL_VERBS [] "/registry/ipaddresses" "v1" false;
+    "metrics.k8s.io" "v1beta1" "NodeMetrics" "nodes" "" [] [] false GET_LIST [] "" "v1beta1" false;
+    "metrics.k8s.io" "v1beta1" "PodMetrics" "pods" "" [] [] true GET_LIST [] "" "v1beta1" false;
 }
 
 /// The OpenAPI definition name of a built-in kind's type, as k8s-openapi names them.

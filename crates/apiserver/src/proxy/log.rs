@@ -204,34 +204,7 @@ fn parse_time(text: &str) -> Result<String, Status> {
 /// The container whose log is read: the one named, which must be one of the pod's, or the
 /// only one; Kubernetes' 400s otherwise.
 fn container(pod: &Value, pod_name: &str, wanted: Option<&str>) -> Result<String, Status> {
-    let names = |field: &str| -> Vec<String> {
-        pod.pointer(&format!("/spec/{field}"))
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c["name"].as_str().map(str::to_string))
-            .collect()
-    };
-    let containers = names("containers");
-    let mut every = names("initContainers");
-    every.extend(containers.iter().cloned());
-    every.extend(names("ephemeralContainers"));
-    match wanted {
-        Some(wanted) if every.iter().any(|n| n == wanted) => Ok(wanted.to_string()),
-        Some(wanted) => Err(Status::bad_request(format!(
-            "container {wanted} is not valid for pod {pod_name}"
-        ))),
-        None => match containers.as_slice() {
-            [only] => Ok(only.clone()),
-            [] => Err(Status::bad_request(format!(
-                "a container name must be specified for pod {pod_name}"
-            ))),
-            _ => Err(Status::bad_request(format!(
-                "a container name must be specified for pod {pod_name}, choose one of: [{}]",
-                every.join(" ")
-            ))),
-        },
-    }
+    crate::streaming::target::validate_container(pod, pod_name, wanted)
 }
 
 /// A kubelet's error answer as `GenericHttpResponseChecker` makes it a Status: 500 and

@@ -6,7 +6,7 @@
 //! Kubernetes' deprecation warning.
 
 use super::{Call, present};
-use crate::response::{self, Response};
+use crate::response::Response;
 use http::StatusCode;
 use kyb_api::Status;
 use kyb_component::{Probe, State};
@@ -40,34 +40,11 @@ pub async fn serve(call: &Call<'_>) -> Result<Response, Status> {
             .ok_or_else(|| call.not_found(name))?;
         return Ok(present::value_response(call, &status, StatusCode::OK));
     }
-    Ok(match call.output {
-        crate::negotiation::Output::Table(version) => response::encoded(
-            StatusCode::OK,
-            call.format,
-            &present::table_for(&call.def, version, statuses.into_iter(), None, None),
-        ),
-        crate::negotiation::Output::PartialObjectMetadata(version)
-        | crate::negotiation::Output::PartialObjectMetadataList(version) => response::encoded(
-            StatusCode::OK,
-            call.format,
-            &json!({
-                "kind": "PartialObjectMetadataList",
-                "apiVersion": format!("meta.k8s.io/{version}"),
-                "metadata": {},
-                "items": statuses.iter().map(|s| present::partial(s, version)).collect::<Vec<_>>(),
-            }),
-        ),
-        _ => response::encoded(
-            StatusCode::OK,
-            call.format,
-            &json!({
-                "kind": "ComponentStatusList",
-                "apiVersion": "v1",
-                "metadata": {},
-                "items": statuses,
-            }),
-        ),
-    })
+    Ok(present::computed_list(
+        call,
+        "ComponentStatusList",
+        statuses,
+    ))
 }
 
 /// Every component's status now.

@@ -13,6 +13,7 @@ mod body;
 mod component_status;
 mod delete;
 mod managed;
+mod metrics;
 mod options;
 mod patch;
 mod present;
@@ -276,6 +277,9 @@ async fn cache_of(
 
 async fn dispatch(call: &Call<'_>) -> Result<Response, Status> {
     if call.def.is_virtual() {
+        if call.def.group == crate::metrics_api::GROUP {
+            return metrics::serve(call).await;
+        }
         if call.def.group.is_empty() && call.subresource.is_none() {
             match call.def.plural.as_ref() {
                 "componentstatuses" => return component_status::serve(call).await,

@@ -228,6 +228,41 @@ fn protobuf_list(
     ))
 }
 
+/// A list of objects computed for the request, never stored (`componentstatuses`, the
+/// metrics API): a `list_kind` list without a resource version, a Table, or partial
+/// metadata, as negotiated.
+pub fn computed_list(call: &Call<'_>, list_kind: &str, items: Vec<Value>) -> Response {
+    match call.output {
+        Output::Table(version) => response::encoded(
+            StatusCode::OK,
+            call.format,
+            &table_for(&call.def, version, items.into_iter(), None, None),
+        ),
+        Output::PartialObjectMetadata(version) | Output::PartialObjectMetadataList(version) => {
+            response::encoded(
+                StatusCode::OK,
+                call.format,
+                &json!({
+                    "kind": "PartialObjectMetadataList",
+                    "apiVersion": format!("meta.k8s.io/{version}"),
+                    "metadata": {},
+                    "items": items.iter().map(|s| partial(s, version)).collect::<Vec<_>>(),
+                }),
+            )
+        }
+        _ => response::encoded(
+            StatusCode::OK,
+            call.format,
+            &json!({
+                "kind": list_kind,
+                "apiVersion": call.def.api_version(),
+                "metadata": {},
+                "items": items,
+            }),
+        ),
+    }
+}
+
 /// `PartialObjectMetadata` of an object.
 pub fn partial(value: &Value, version: &str) -> Value {
     json!({

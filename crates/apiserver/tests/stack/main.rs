@@ -23,9 +23,11 @@ use tower::ServiceExt;
 
 mod health;
 mod kubelet;
+mod metrics;
 
 struct InProcess {
     stack: Stack,
+    engine: Arc<kyb_apiserver::engine::Engine>,
     registry: Arc<Registry>,
     store: Arc<EmbeddedStore>,
     _dir: tempfile::TempDir,
@@ -63,6 +65,7 @@ async fn server(
     tokio::time::timeout(Duration::from_secs(30), server.bootstrap()).await?;
     Ok(InProcess {
         stack: server.stack(),
+        engine: server.engine(),
         registry: server.registry(),
         store,
         _dir: dir,

@@ -309,7 +309,7 @@ pub(crate) mod tests {
             _expiration_seconds: i64,
         ) -> Result<IssuedToken, SourceError> {
             Err(SourceError::NotFound(format!(
-                "serviceaccount \"{service_account}\" not found"
+                "serviceaccounts \"{service_account}\" not found"
             )))
         }
 
@@ -319,7 +319,7 @@ pub(crate) mod tests {
             name: &str,
         ) -> Result<Arc<PersistentVolumeClaim>, SourceError> {
             Err(SourceError::NotFound(format!(
-                "persistentvolumeclaim \"{name}\" not found"
+                "persistentvolumeclaims \"{name}\" not found"
             )))
         }
 
@@ -328,7 +328,7 @@ pub(crate) mod tests {
             name: &str,
         ) -> Result<Arc<PersistentVolume>, SourceError> {
             Err(SourceError::NotFound(format!(
-                "persistentvolume \"{name}\" not found"
+                "persistentvolumes \"{name}\" not found"
             )))
         }
     }

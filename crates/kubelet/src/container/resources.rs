@@ -218,27 +218,29 @@ impl Amounts for CpuMemory {
     }
 }
 
+/// A container's CPU and memory requests (or limits).
+fn cpu_memory(container: &Container, limits: bool) -> CpuMemory {
+    let resources = container.resources.as_ref();
+    let list = if limits {
+        resources.and_then(|r| r.limits.as_ref())
+    } else {
+        resources.and_then(|r| r.requests.as_ref())
+    };
+    CpuMemory {
+        cpu: amount(list, "cpu"),
+        memory: amount(list, "memory"),
+    }
+}
+
 /// The sandbox's resources: [`linux_resources`] of the pod's requests and limits without
 /// its overhead (`calculateSandboxResources`).
 pub fn sandbox_resources(pod: &Pod) -> LinuxContainerResources {
     let Some(spec) = pod.spec.as_ref() else {
         return linux_resources(None, None, None);
     };
-    let list = |c: &Container, limits: bool| {
-        let r = c.resources.as_ref();
-        let list = if limits {
-            r.and_then(|r| r.limits.as_ref())
-        } else {
-            r.and_then(|r| r.requests.as_ref())
-        };
-        CpuMemory {
-            cpu: amount(list, "cpu"),
-            memory: amount(list, "memory"),
-        }
-    };
     let no_overhead = |_: &BTreeMap<String, ApiQuantity>| CpuMemory::default();
-    let requests = pod_amounts(spec, |c| list(c, false), no_overhead);
-    let limits = pod_amounts(spec, |c| list(c, true), no_overhead);
+    let requests = pod_amounts(spec, |c| cpu_memory(c, false), no_overhead);
+    let limits = pod_amounts(spec, |c| cpu_memory(c, true), no_overhead);
     linux_resources(
         requests.cpu.as_ref(),
         limits.cpu.as_ref(),
@@ -252,6 +254,55 @@ pub fn overhead_resources(pod: &Pod) -> Option<LinuxContainerResources> {
     let cpu = amount(Some(overhead), "cpu").unwrap_or_else(|| Quantity::from_int(0));
     let memory = amount(Some(overhead), "memory");
     Some(linux_resources(Some(&cpu), Some(&cpu), memory.as_ref()))
+}
+
+/// The limits of the pod's cgroup, as kubelet's `ResourceConfigForPod` computes them: CPU
+/// shares from the pod's requests (BestEffort: the fewest); the CFS quota and the memory
+/// limit from the pod's limits, only when every container declares that limit (a
+/// Guaranteed pod always does); the pod's overhead counted in.
+pub fn pod_cgroup_limits(pod: &Pod) -> kyb_node_sys::cgroup::Limits {
+    let unlimited = kyb_node_sys::cgroup::Limits {
+        cpu_shares: MIN_SHARES as u64,
+        cpu_quota: None,
+        cpu_period: QUOTA_PERIOD as u64,
+        memory: None,
+    };
+    let Some(spec) = pod.spec.as_ref() else {
+        return unlimited;
+    };
+    let qos = pod_qos(pod);
+    if qos == "BestEffort" {
+        return unlimited;
+    }
+    let overhead = |list: &BTreeMap<String, ApiQuantity>| CpuMemory {
+        cpu: amount(Some(list), "cpu"),
+        memory: amount(Some(list), "memory"),
+    };
+    let requests = pod_amounts(spec, |c| cpu_memory(c, false), overhead);
+    let limits = pod_amounts(spec, |c| cpu_memory(c, true), overhead);
+    let declared = |name: &str| {
+        spec.containers
+            .iter()
+            .chain(spec.init_containers.iter().flatten())
+            .all(|c| {
+                amount(c.resources.as_ref().and_then(|r| r.limits.as_ref()), name)
+                    .is_some_and(|q| q.milli_value_i64() > 0)
+            })
+    };
+    let milli = |q: &Option<Quantity>| q.as_ref().map_or(0, Quantity::milli_value_i64);
+    let cpu_quota = (qos == "Guaranteed" || declared("cpu"))
+        .then(|| milli_cpu_to_quota(milli(&limits.cpu), QUOTA_PERIOD))
+        .filter(|quota| *quota > 0);
+    let memory = (qos == "Guaranteed" || declared("memory"))
+        .then(|| limits.memory.as_ref().map(Quantity::value))
+        .flatten()
+        .filter(|bytes| *bytes > 0);
+    kyb_node_sys::cgroup::Limits {
+        cpu_shares: milli_cpu_to_shares(milli(&requests.cpu)) as u64,
+        cpu_quota,
+        cpu_period: QUOTA_PERIOD as u64,
+        memory,
+    }
 }
 
 /// The pod's cgroup, as kubelet's pod container manager names it under the `kubepods`
@@ -429,6 +480,36 @@ mod tests {
         assert_eq!(
             (o.cpu_shares, o.cpu_quota, o.memory_limit_in_bytes),
             (256, 25_000, 120 << 20)
+        );
+    }
+
+    #[test]
+    fn pod_cgroup_limits_follow_kubelet() {
+        let guaranteed = pod(json!([
+            {"name": "a", "resources": {"limits": {"cpu": "200m", "memory": "64Mi"},
+                                        "requests": {"cpu": "200m", "memory": "64Mi"}}},
+            {"name": "b", "resources": {"limits": {"cpu": "100m", "memory": "32Mi"},
+                                        "requests": {"cpu": "100m", "memory": "32Mi"}}}]));
+        let limits = pod_cgroup_limits(&guaranteed);
+        assert_eq!(limits.cpu_shares, 307);
+        assert_eq!(limits.cpu_quota, Some(30_000));
+        assert_eq!(limits.memory, Some(96 << 20));
+        // One container without a memory limit: the pod has none either.
+        let burstable = pod(json!([
+            {"name": "a", "resources": {"limits": {"cpu": "1", "memory": "64Mi"}}},
+            {"name": "b", "resources": {"limits": {"cpu": "500m"}, "requests": {"cpu": "250m"}}}]));
+        let limits = pod_cgroup_limits(&burstable);
+        assert_eq!(limits.cpu_shares, 256);
+        assert_eq!(limits.cpu_quota, Some(150_000));
+        assert_eq!(limits.memory, None);
+        let best_effort = pod_cgroup_limits(&pod(json!([{"name": "c"}])));
+        assert_eq!(
+            (
+                best_effort.cpu_shares,
+                best_effort.cpu_quota,
+                best_effort.memory
+            ),
+            (2, None, None)
         );
     }
 

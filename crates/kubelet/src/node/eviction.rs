@@ -327,6 +327,13 @@ pub fn admit(pod: &Pod, pressure: Pressure) -> Result<(), String> {
 #[async_trait]
 pub trait PodStats: Send + Sync {
     async fn active_pods(&self) -> anyhow::Result<Vec<PodUsage>>;
+
+    /// The active pods with local storage limits (see [`super::local_storage`]), with
+    /// their usage and their emptyDir volumes' usage by name; nothing to measure (and no
+    /// call to the runtime) when no pod has such a limit.
+    async fn local_storage(&self) -> anyhow::Result<Vec<(PodUsage, Vec<(String, u64)>)>> {
+        Ok(vec![])
+    }
 }
 
 /// Evicts a pod: the agent's wiring sets its phase `Failed`, reason [`REASON`] and the
@@ -397,6 +404,23 @@ impl EvictionManager {
         let mut observations = observe();
         let mut met = thresholds_met(&thresholds, &observations);
         self.update_pressure(&met, Instant::now());
+        // Local storage limits first, pressure or not (kubelet's `localStorageEviction`).
+        let mut evicted = None;
+        for (usage, empty_dirs) in stats.local_storage().await? {
+            let Some(message) = super::local_storage::violation(&usage, &empty_dirs) else {
+                continue;
+            };
+            if is_critical(&usage.pod) {
+                continue;
+            }
+            let name = usage.pod.metadata.name.clone().unwrap_or_default();
+            killer.evict(&usage.pod, &message).await?;
+            tracing::info!(pod = %name, %message, "evicted a pod over its local storage limits");
+            evicted.get_or_insert(name);
+        }
+        if evicted.is_some() {
+            return Ok(evicted);
+        }
         // Memory first, as the kubelet's `byEvictionPriority`.
         met.sort_by_key(|t| t.signal.resource() != "memory");
         let Some(mut threshold) = met.first().copied() else {

@@ -22,6 +22,7 @@ pub mod agent;
 pub mod eviction;
 pub mod gc;
 pub mod lease;
+pub mod local_storage;
 pub mod options;
 pub mod register;
 pub mod resources;

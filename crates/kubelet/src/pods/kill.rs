@@ -57,10 +57,7 @@ pub async fn kill_container(
         && !grace.is_zero()
     {
         let target = Target {
-            pod_ip: runtime
-                .sandbox()
-                .and_then(|s| s.ips.first())
-                .and_then(|ip| ip.parse().ok()),
+            pod_ip: shared.pod_ip(pod, runtime.sandbox().map(|s| s.ips.as_slice())),
             container_id: instance.id.clone(),
             container: container.clone(),
             pod: crate::probes::format_pod(pod),

@@ -147,9 +147,7 @@ pub async fn run(
                     match workers.get(&uid) {
                         Some(slot) => slot.update(pod),
                         None => {
-                            let slot = Slot::new(pod);
-                            workers.insert(uid.clone(), slot.clone());
-                            spawn_worker(&shared, slot, uid, &tx, &cancel);
+                            start_worker(&mut workers, &shared, Slot::new(pod), uid, &tx, &cancel)
                         }
                     }
                 }
@@ -161,11 +159,7 @@ pub async fn run(
                 };
                 match workers.get(&uid) {
                     Some(slot) => slot.update(pod),
-                    None => {
-                        let slot = Slot::new(pod);
-                        workers.insert(uid.clone(), slot.clone());
-                        spawn_worker(&shared, slot, uid, &tx, &cancel);
-                    }
+                    None => start_worker(&mut workers, &shared, Slot::new(pod), uid, &tx, &cancel),
                 }
             }
             Message::Deleted(pod) => {
@@ -177,8 +171,7 @@ pub async fn run(
                     None => {
                         let slot = Slot::new(pod);
                         slot.remove();
-                        workers.insert(uid.clone(), slot.clone());
-                        spawn_worker(&shared, slot, uid, &tx, &cancel);
+                        start_worker(&mut workers, &shared, slot, uid, &tx, &cancel);
                     }
                 }
             }
@@ -194,13 +187,16 @@ pub async fn run(
     }
 }
 
-fn spawn_worker(
+/// Starts the worker of the pod `uid` and keeps its slot.
+fn start_worker(
+    workers: &mut HashMap<String, Arc<Slot>>,
     shared: &Arc<Shared>,
     slot: Arc<Slot>,
     uid: String,
     tx: &mpsc::UnboundedSender<Message>,
     cancel: &CancellationToken,
 ) {
+    workers.insert(uid.clone(), slot.clone());
     let worker = Worker::new(shared.clone(), slot, uid.clone());
     let tx = tx.clone();
     let cancel = cancel.clone();

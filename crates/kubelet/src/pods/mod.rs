@@ -12,6 +12,7 @@
 //! - [`manager`]: the pods of this node from the API, a worker each; the runtime's events
 //!   (a relist every second, kubelet's PLEG) and probe results wake them.
 
+pub mod admission;
 pub mod backoff;
 pub mod kill;
 pub mod manager;
@@ -51,6 +52,8 @@ pub struct Shared {
     /// Pulls images as `imagePullPolicy` says, with back-off.
     pub images: crate::images::ImagePuller,
     pub status: status_manager::StatusManager,
+    /// The pods admitted onto the node and still active, with their requests.
+    pub admitted: admission::Admitted,
     /// This node's pods as the API has them (mirror pods included).
     pub pods: Arc<kyb_runtime::informer::Informer<Pod>>,
     /// The node's capacity and allocatable resources (for `resourceFieldRef` defaults).
@@ -90,6 +93,18 @@ fn quantity(
 }
 
 impl Shared {
+    /// The address probes and hooks reach the pod at: the node's for a host-network pod,
+    /// else its sandbox's first IP.
+    pub fn pod_ip(&self, pod: &Pod, sandbox_ips: Option<&[String]>) -> Option<std::net::IpAddr> {
+        let host_network = pod.spec.as_ref().and_then(|s| s.host_network) == Some(true);
+        let ips = if host_network {
+            Some(self.host_ips.as_slice())
+        } else {
+            sandbox_ips
+        };
+        ips?.first()?.parse().ok()
+    }
+
     /// What a pod's context holds that is computed per pod.
     pub fn context_parts(&self, pod: &Pod) -> ContextParts {
         let allocatable = self.resources.allocatable();

@@ -64,6 +64,26 @@ async fn runtime_handler(shared: &Shared, pod: &Pod) -> Result<String, String> {
     }
 }
 
+/// The pod's cgroup with its limits, before its sandbox and containers go in it, as
+/// kubelet's pod container manager makes it (cgroupfs only: with systemd, the runtime
+/// creates the slice).
+fn ensure_pod_cgroup(shared: &Shared, pod: &Pod) -> Result<(), String> {
+    use kyb_node_sys::cgroup;
+    if shared.cgroup_driver != cgroup::Driver::Cgroupfs || !kyb_node_sys::privileges::is_root() {
+        return Ok(());
+    }
+    let Ok(version) = cgroup::version() else {
+        return Ok(());
+    };
+    let parent = crate::container::cgroup_parent(pod, shared.cgroup_driver);
+    let limits = crate::container::resources::pod_cgroup_limits(pod);
+    cgroup::apply(&parent, version, &limits).map_err(|e| {
+        format!(
+            "unable to ensure pod container exists: failed to create container for {parent}: {e}"
+        )
+    })
+}
+
 /// Creates the pod's `attempt`-th sandbox and reads its addresses.
 pub async fn run_sandbox(
     shared: &Shared,
@@ -77,6 +97,7 @@ pub async fn run_sandbox(
             log_dir.display()
         )
     })?;
+    ensure_pod_cgroup(shared, pod)?;
     let config = sandbox_config(shared, pod, attempt, &[]).map_err(|w| w.message)?;
     let handler = runtime_handler(shared, pod).await?;
     let mut runtime = shared.cri.runtime.clone();
@@ -312,7 +333,7 @@ pub async fn start_container(
         "Started",
         format!("Started container {}", container.name),
     );
-    let pod_ip = sandbox.ips.first().and_then(|ip| ip.parse().ok());
+    let pod_ip = shared.pod_ip(pod, Some(&sandbox.ips));
     if let Some(post_start) = container
         .lifecycle
         .as_ref()

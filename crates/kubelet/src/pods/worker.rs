@@ -80,6 +80,8 @@ pub struct Worker {
     messages: HashMap<String, String>,
     /// The message of the last FailedMount event, not to repeat it every sync.
     mount_failure: Option<String>,
+    /// Admission refused the pod: it is Failed and never starts.
+    rejected: bool,
 }
 
 /// What a sync leaves for the loop: when to sync again, or that the worker is done.
@@ -131,6 +133,7 @@ impl Worker {
             waiting: HashMap::new(),
             messages: HashMap::new(),
             mount_failure: None,
+            rejected: false,
         }
     }
 
@@ -217,10 +220,9 @@ impl Worker {
         let uid = self.uid.clone();
         // The probes follow the containers the runtime reports, also those an earlier
         // agent started (the same instance again changes nothing).
-        let pod_ip = runtime
-            .sandbox()
-            .and_then(|s| s.ips.first())
-            .and_then(|ip| ip.parse().ok());
+        let pod_ip = self
+            .shared
+            .pod_ip(pod, runtime.sandbox().map(|s| s.ips.as_slice()));
         let (init, regular) = spec_containers(pod);
         for container in init.iter().chain(&regular) {
             match runtime.latest(&container.name) {
@@ -287,11 +289,15 @@ impl Worker {
                 return Next::After(RETRY);
             }
         };
-        if is_terminal(pod.status.as_ref()) {
+        if is_terminal(pod.status.as_ref()) || self.rejected {
+            self.shared.admitted.forget(&self.uid);
             // Finished: nothing runs again; stop what still runs (sidecars, the sandbox).
             if runtime.any_running() || runtime.sandboxes.iter().any(|s| s.ready) {
                 kill_pod(&self.shared, pod, &runtime, grace_period(pod)).await;
             }
+            return Next::After(RESYNC * 6);
+        }
+        if !self.admit(pod, &runtime).await {
             return Next::After(RESYNC * 6);
         }
         if let Some(next) = self.deadline_exceeded(pod, &runtime).await {
@@ -650,6 +656,32 @@ impl Worker {
         }
     }
 
+    /// Admits the pod onto the node unless it does not fit beside the others (see
+    /// `admission`); a refused pod is written `Failed` with kubelet's reason and message.
+    /// A pod that started before (under an earlier agent) is counted without a check.
+    async fn admit(&mut self, pod: &Pod, runtime: &PodRuntime) -> bool {
+        let admitted = &self.shared.admitted;
+        let started_before = pod.status.as_ref().is_some_and(|s| s.start_time.is_some())
+            || !runtime.sandboxes.is_empty();
+        if started_before {
+            admitted.register(&self.uid, pod);
+            return true;
+        }
+        let allocatable = self.shared.resources.allocatable();
+        let Err(rejection) = admitted.admit(&self.uid, pod, &allocatable) else {
+            return true;
+        };
+        self.rejected = true;
+        self.shared
+            .event(pod, None, true, &rejection.reason, &rejection.message);
+        let mut status = pod.status.clone().unwrap_or_default();
+        status.phase = Some("Failed".into());
+        status.reason = Some(rejection.reason);
+        status.message = Some(format!("Pod was rejected: {}", rejection.message));
+        self.write_status(pod, &status).await;
+        false
+    }
+
     /// `activeDeadlineSeconds`: a pod active longer fails (`DeadlineExceeded`).
     async fn deadline_exceeded(&mut self, pod: &Pod, runtime: &PodRuntime) -> Option<Next> {
         let deadline = pod.spec.as_ref()?.active_deadline_seconds?;
@@ -741,6 +773,7 @@ impl Worker {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .forget_prefix(&format!("{}/", self.uid));
+        self.shared.admitted.forget(&self.uid);
         Next::Done
     }
 }

@@ -115,16 +115,7 @@ impl Target {
     }
 }
 
-/// A pod as kubelet's messages name it: `name_namespace(uid)`.
-pub fn format_pod(pod: &Pod) -> String {
-    let meta = &pod.metadata;
-    format!(
-        "{}_{}({})",
-        meta.name.as_deref().unwrap_or_default(),
-        meta.namespace.as_deref().unwrap_or_default(),
-        meta.uid.as_deref().unwrap_or_default()
-    )
-}
+pub use crate::container::format_pod;
 
 /// The result of one probe run, as kubelet's `probe.Result` with its output.
 #[derive(Debug, Clone, PartialEq, Eq)]

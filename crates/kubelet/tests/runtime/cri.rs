@@ -34,7 +34,7 @@ async fn image_id(cri: &Cri, image: &str) -> anyhow::Result<Option<String>> {
 /// Runs a pod sandbox `uid` (in the test's cgroup, logs under `logs`) with one busybox
 /// container `main` running `command` (its log `main/0.log`); returns the sandbox's and
 /// the container's ids.
-async fn run_busybox_pod(
+pub(crate) async fn run_busybox_pod(
     cri: &Cri,
     containerd: &TestContainerd,
     uid: &str,

@@ -4,6 +4,7 @@
 
 mod cri;
 mod pull;
+mod streaming;
 mod supervise;
 
 use kyb_kubelet::containerd::{self, ContainerdConfig};

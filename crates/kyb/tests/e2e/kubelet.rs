@@ -92,7 +92,9 @@ impl FakeKubelet {
                 "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
                 "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
                 "conditions": [ready_condition()],
-                "addresses": [{"type": "InternalIP", "address": "192.0.2.1"},
+                // Loopback: the metrics API's scraper reaches for the node's kubelet (none
+                // listens here unless a test serves one), and tests stay on loopback.
+                "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
                               {"type": "Hostname", "address": name}],
             },
         }))

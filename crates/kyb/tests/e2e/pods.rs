@@ -536,6 +536,84 @@ spec:
     });
 }
 
+#[test]
+fn local_volumes_claims_and_empty_dir_size_limits_as_root() {
+    let cluster = NodeCluster::start();
+    let dir = shared_dir();
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: PersistentVolume
+metadata: {{name: disk}}
+spec:
+  storageClassName: manual
+  capacity: {{storage: 1Gi}}
+  accessModes: [ReadWriteOnce]
+  hostPath: {{path: "{}", type: Directory}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {{name: data}}
+spec:
+  storageClassName: manual
+  accessModes: [ReadWriteOnce]
+  resources: {{requests: {{storage: 1Gi}}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: writer}}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sh", "-c", "echo written > /data/sub/out"]
+    volumeMounts:
+    - {{name: data, mountPath: /data/sub, subPath: nested}}
+  volumes:
+  - name: data
+    persistentVolumeClaim: {{claimName: data}}
+"#,
+        dir.path().display()
+    ));
+    let pod = cluster.wait_for_pod("writer", "Succeeded", |pod| {
+        pod["status"]["phase"] == "Succeeded"
+    });
+    assert!(pod["spec"]["nodeName"].is_string(), "{pod}");
+    let written = std::fs::read_to_string(dir.path().join("nested/out")).unwrap();
+    assert_eq!(written, "written\n");
+    let claim = cluster.get_json(&["pvc", "data"]).unwrap();
+    assert_eq!(claim["status"]["phase"], "Bound");
+    assert_eq!(claim["spec"]["volumeName"], "disk");
+
+    // An emptyDir past its sizeLimit gets its pod evicted, as kubelet does.
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: filler}}
+spec:
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sh", "-c", "dd if=/dev/zero of=/scratch/fill bs=1M count=3; sleep 3600"]
+    volumeMounts:
+    - {{name: scratch, mountPath: /scratch}}
+  volumes:
+  - name: scratch
+    emptyDir: {{sizeLimit: 1Mi}}
+"#
+    ));
+    let pod = cluster.wait_for_pod("filler", "evicted", |pod| {
+        pod["status"]["phase"] == "Failed"
+    });
+    assert_eq!(pod["status"]["reason"], "Evicted");
+    assert_eq!(
+        pod["status"]["message"],
+        "Usage of EmptyDir volume \"scratch\" exceeds the limit \"1Mi\". "
+    );
+}
+
 /// A directory on the host that the test's pods mount (hostPath), so the test can change
 /// what their probes see.
 fn shared_dir() -> tempfile::TempDir {
@@ -781,6 +859,51 @@ spec:
     assert_eq!(state(c, "terminated")["reason"], "OOMKilled", "{c}");
     assert_eq!(state(c, "terminated")["exitCode"], 137);
     assert_eq!(pod["status"]["qosClass"], "Burstable");
+
+    // The pod's own cgroup carries the pod's limits: the sums of its containers'.
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: sized}}
+spec:
+  containers:
+  - name: a
+    image: {BUSYBOX}
+    command: ["sleep", "3600"]
+    resources:
+      limits: {{cpu: 200m, memory: 64Mi}}
+  - name: b
+    image: {BUSYBOX}
+    command: ["sleep", "3600"]
+    resources:
+      limits: {{cpu: 100m, memory: 32Mi}}
+"#
+    ));
+    let pod = cluster.wait_for_pod("sized", "Running", |pod| {
+        pod["status"]["phase"] == "Running"
+    });
+    assert_eq!(pod["status"]["qosClass"], "Guaranteed");
+    let uid = pod["metadata"]["uid"].as_str().unwrap();
+    let read = |file: &str| {
+        std::fs::read_to_string(format!("/sys/fs/cgroup/{file}"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|e| panic!("{file}: {e}"))
+    };
+    if std::path::Path::new("/sys/fs/cgroup/memory").is_dir() {
+        assert_eq!(
+            read(&format!("memory/kubepods/pod{uid}/memory.limit_in_bytes")),
+            "100663296"
+        );
+        assert_eq!(
+            read(&format!("cpu/kubepods/pod{uid}/cpu.cfs_quota_us")),
+            "30000"
+        );
+        assert_eq!(read(&format!("cpu/kubepods/pod{uid}/cpu.shares")), "307");
+    } else {
+        assert_eq!(read(&format!("kubepods/pod{uid}/memory.max")), "100663296");
+        assert_eq!(read(&format!("kubepods/pod{uid}/cpu.max")), "30000 100000");
+    }
 }
 
 #[test]
@@ -827,6 +950,49 @@ fn the_node_registers_with_its_flags_as_root() {
             .any(|i| i["names"].as_array().unwrap().iter().any(|n| n == BUSYBOX)),
         "{images:?}"
     );
+
+    // A pod bound past the scheduler that the node cannot hold is rejected, never run.
+    let cpus = node["status"]["allocatable"]["cpu"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: too-big}}
+spec:
+  nodeName: {}
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sleep", "3600"]
+    resources:
+      requests: {{cpu: "100"}}
+"#,
+        cluster.node_name
+    ));
+    let pod = cluster.wait_for_pod("too-big", "rejected", |pod| {
+        pod["status"]["phase"] == "Failed"
+    });
+    assert_eq!(pod["status"]["reason"], "OutOfcpu");
+    let message = pod["status"]["message"].as_str().unwrap();
+    let allocatable_milli = milli_cpu(&cpus);
+    assert_eq!(
+        message,
+        format!(
+            "Pod was rejected: Node didn't have enough resource: cpu, requested: 100000, used: 0, capacity: {allocatable_milli}"
+        )
+    );
+    assert!(pod["status"]["containerStatuses"].is_null(), "{pod}");
+}
+
+/// A CPU quantity as the node reports it (`2`, `1900m`) in millicores.
+fn milli_cpu(cpu: &str) -> i64 {
+    match cpu.strip_suffix('m') {
+        Some(milli) => milli.parse().unwrap(),
+        None => cpu.parse::<i64>().unwrap() * 1000,
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! A webhook server for tests: HTTPS with its own CA (generated per server), answering
 //! AdmissionReviews with a handler the test gives. The handler sees the path and the
-//! review's `request` and returns the `response` (the uid is filled in).
+//! review's `request` and returns the `response` (the uid is filled in). Its TLS accept
+//! loop (`accept_tls`) and answer (`respond`) serve other test servers too.
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -37,25 +38,13 @@ impl WebhookServer {
         let config = kyb_pki::tls::server_config(pki.serving(), pki.ca_pem()).unwrap();
         let listener = TcpListener::bind("0.0.0.0:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        listener.set_nonblocking(true).unwrap();
         let stop = Arc::new(AtomicBool::new(false));
         let calls = Arc::new(AtomicUsize::new(0));
         let handler: Arc<Handler> = Arc::new(handler);
         {
-            let stop = stop.clone();
             let calls = calls.clone();
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    match listener.accept() {
-                        Ok((socket, _)) => {
-                            let config = config.clone();
-                            let handler = handler.clone();
-                            let calls = calls.clone();
-                            std::thread::spawn(move || serve(socket, config, &*handler, &calls));
-                        }
-                        Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
-                    }
-                }
+            accept_tls(listener, config, stop.clone(), move |stream| {
+                serve(stream, &*handler, &calls)
             });
         }
         WebhookServer {
@@ -83,17 +72,52 @@ impl Drop for WebhookServer {
     }
 }
 
-fn serve(
-    socket: std::net::TcpStream,
+/// A TLS connection a test server answers on.
+pub type TlsStream = rustls::StreamOwned<rustls::ServerConnection, std::net::TcpStream>;
+
+/// Accepts connections on `listener` until `stop`, each on its own thread, TLS with
+/// `config`, handed to `handle`.
+pub fn accept_tls(
+    listener: TcpListener,
     config: Arc<rustls::ServerConfig>,
-    handler: &Handler,
-    calls: &AtomicUsize,
+    stop: Arc<AtomicBool>,
+    handle: impl Fn(TlsStream) + Send + Sync + 'static,
 ) {
-    socket.set_nonblocking(false).ok();
-    let Ok(connection) = rustls::ServerConnection::new(config) else {
-        return;
-    };
-    let mut stream = rustls::StreamOwned::new(connection, socket);
+    listener.set_nonblocking(true).unwrap();
+    let handle = Arc::new(handle);
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            match listener.accept() {
+                Ok((socket, _)) => {
+                    socket.set_nonblocking(false).ok();
+                    let Ok(connection) = rustls::ServerConnection::new(config.clone()) else {
+                        continue;
+                    };
+                    let handle = handle.clone();
+                    std::thread::spawn(move || {
+                        handle(rustls::StreamOwned::new(connection, socket))
+                    });
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+            }
+        }
+    });
+}
+
+/// Writes a whole answer and closes the connection.
+pub fn respond(mut stream: TlsStream, status: &str, content_type: &str, body: &str) {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(body.as_bytes());
+    let _ = stream.flush();
+    stream.conn.send_close_notify();
+    let _ = stream.flush();
+}
+
+fn serve(mut stream: TlsStream, handler: &Handler, calls: &AtomicUsize) {
     let mut reader = BufReader::new(&mut stream);
     let mut request_line = String::new();
     if reader.read_line(&mut request_line).is_err() {
@@ -134,15 +158,7 @@ fn serve(
         "response": response,
     })
     .to_string();
-    let head = format!(
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        answer.len()
-    );
-    let _ = stream.write_all(head.as_bytes());
-    let _ = stream.write_all(answer.as_bytes());
-    let _ = stream.flush();
-    stream.conn.send_close_notify();
-    let _ = stream.flush();
+    respond(stream, "200 OK", "application/json", &answer);
 }
 
 /// A JSON patch response body (base64 of the patch).

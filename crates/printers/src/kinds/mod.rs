@@ -14,6 +14,7 @@ pub(crate) mod config;
 pub(crate) mod events;
 pub(crate) mod flowcontrol;
 pub(crate) mod generic;
+pub(crate) mod metrics;
 pub(crate) mod networking;
 pub(crate) mod pod;
 pub(crate) mod rbac;
