@@ -492,3 +492,59 @@ pub struct KubeletClientArgs {
     )]
     pub kubelet_preferred_address_types: Vec<String>,
 }
+
+#[cfg(test)]
+mod kubelet_client_tests {
+    use super::*;
+
+    fn server(flags: &[&str]) -> Result<ServerArgs, clap::Error> {
+        let mut args = vec!["kyb", "server"];
+        args.extend_from_slice(flags);
+        match Cli::try_parse_from(args)?.command {
+            Command::Server(args) => Ok(args),
+            _ => Err(clap::Error::new(clap::error::ErrorKind::InvalidSubcommand)),
+        }
+    }
+
+    #[test]
+    fn kubelet_client_flags_parse_as_kube_apiserver_s() -> Result<(), clap::Error> {
+        let defaults = server(&[])?.kubelet_client;
+        assert_eq!(
+            defaults.kubelet_preferred_address_types,
+            [
+                "InternalIP",
+                "Hostname",
+                "InternalDNS",
+                "ExternalDNS",
+                "ExternalIP"
+            ]
+        );
+        assert!(defaults.kubelet_client_certificate.is_none());
+        let given = server(&[
+            "--kubelet-client-certificate",
+            "/c.crt",
+            "--kubelet-client-key",
+            "/c.key",
+            "--kubelet-certificate-authority",
+            "/ca.crt",
+            "--kubelet-preferred-address-types",
+            "Hostname,InternalIP",
+        ])?
+        .kubelet_client;
+        assert_eq!(
+            given.kubelet_preferred_address_types,
+            ["Hostname", "InternalIP"]
+        );
+        assert_eq!(given.kubelet_client_key, Some(PathBuf::from("/c.key")));
+        // A certificate needs its key; address types are Kubernetes' own.
+        assert!(server(&["--kubelet-client-certificate", "/c.crt"]).is_err());
+        assert!(
+            server(&[
+                "--kubelet-preferred-address-types",
+                "InternalIP,LegacyHostIP"
+            ])
+            .is_err()
+        );
+        Ok(())
+    }
+}

@@ -26,6 +26,14 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// `host:port` of the backend.
+    pub fn authority(&self) -> String {
+        match self {
+            Backend::Kubelet { location, .. } => location.authority(),
+            Backend::Direct { host, port, .. } => join_host_port(host, *port),
+        }
+    }
+
     /// Sends `request` (in origin form, `Host` set to the backend); a failure is worded as
     /// the transport words it (`dial tcp 10.42.0.5:80: connect: connection refused`).
     pub async fn round_trip(&self, request: Request<Body>) -> Result<Response<Incoming>, String> {

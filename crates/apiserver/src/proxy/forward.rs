@@ -4,9 +4,11 @@
 //! `Impersonate-*`, which the API server consumed) dropped, `X-Forwarded-For` added; the
 //! response streamed back; an upgrade (`Connection: Upgrade`) the backend accepts turned
 //! into a byte pipe between the two connections. A root path (`…/proxy`) is redirected to
-//! `…/proxy/` for GET and HEAD, as Kubernetes does.
+//! `…/proxy/` for GET and HEAD, as Kubernetes does; redirects and CORS headers as
+//! `rewrite` says.
 
 use super::backend::Backend;
+use super::rewrite;
 use super::stream::relay;
 use crate::response::{self, Response};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -30,8 +32,13 @@ const HOP_BY_HOP: [&str; 9] = [
     "upgrade",
 ];
 
-/// Forwards `request` to `path` on `backend`.
-pub async fn forward(backend: Backend, request: Request<Body>, path: String) -> Response {
+/// Forwards `request`, which came through the proxy at `prefix`, to `path` on `backend`.
+pub async fn forward(
+    backend: Backend,
+    request: Request<Body>,
+    prefix: String,
+    path: String,
+) -> Response {
     let (mut parts, body) = request.into_parts();
     let client_upgrade = parts.extensions.remove::<OnUpgrade>();
     let upgrade = upgrade_protocol(&parts.headers);
@@ -43,11 +50,19 @@ pub async fn forward(backend: Backend, request: Request<Body>, path: String) -> 
         };
         return redirect(&location);
     }
+    let backend_path = if path.is_empty() { "/" } else { &path };
     let target = match &query {
-        Some(query) => format!("{}?{query}", if path.is_empty() { "/" } else { &path }),
-        None if path.is_empty() => "/".to_string(),
-        None => path,
+        Some(query) => format!("{backend_path}?{query}"),
+        None => backend_path.to_string(),
     };
+    let forwarded_uri = rewrite::forwarded_uri(&prefix, backend_path);
+    let request_host = parts
+        .headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| parts.uri.authority().map(|a| a.as_str()))
+        .unwrap_or_default()
+        .to_string();
     parts.uri = match target.parse() {
         Ok(uri) => uri,
         Err(error) => {
@@ -59,6 +74,9 @@ pub async fn forward(backend: Backend, request: Request<Body>, path: String) -> 
     let peer = parts.extensions.get::<Connection>().and_then(|c| c.peer);
     parts.extensions = http::Extensions::new();
     outgoing_headers(&mut parts.headers, upgrade.as_ref(), peer);
+    if let Ok(value) = HeaderValue::from_str(&forwarded_uri) {
+        parts.headers.insert("x-forwarded-uri", value);
+    }
 
     let mut answer = match backend.round_trip(Request::from_parts(parts, body)).await {
         Ok(answer) => answer,
@@ -86,6 +104,12 @@ pub async fn forward(backend: Backend, request: Request<Body>, path: String) -> 
     }
     let (mut parts, body) = answer.into_parts();
     remove_hop_by_hop(&mut parts.headers);
+    rewrite::response_headers(
+        &mut parts.headers,
+        &backend.authority(),
+        &request_host,
+        &prefix,
+    );
     http::Response::from_parts(parts, relay(body, None))
 }
 

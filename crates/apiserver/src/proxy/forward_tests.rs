@@ -40,6 +40,17 @@ async fn backend(
             .insert(header::UPGRADE, HeaderValue::from_static("echo"));
         return Ok(answer);
     }
+    if request.uri().path() == "/redirect" {
+        let mut answer = http::Response::new(Full::new(Bytes::new()));
+        *answer.status_mut() = StatusCode::FOUND;
+        answer
+            .headers_mut()
+            .insert(header::LOCATION, HeaderValue::from_static("/elsewhere"));
+        answer
+            .headers_mut()
+            .insert("access-control-allow-origin", HeaderValue::from_static("*"));
+        return Ok(answer);
+    }
     let mut text = format!(
         "{} {}\n",
         request.method(),
@@ -51,6 +62,7 @@ async fn backend(
         "x-private",
         "x-kept",
         "x-forwarded-for",
+        "x-forwarded-uri",
     ] {
         if let Some(value) = request.headers().get(name).and_then(|v| v.to_str().ok()) {
             text.push_str(&format!("{name}: {value}\n"));
@@ -106,12 +118,13 @@ async fn start_front(backend: SocketAddr) -> anyhow::Result<SocketAddr> {
                     .strip_prefix("/front")
                     .unwrap_or_default()
                     .to_string();
+                let prefix = "/front".to_string();
                 let target = Backend::Direct {
                     https: false,
                     host: backend.ip().to_string(),
                     port: backend.port(),
                 };
-                async move { Ok::<_, Infallible>(forward(target, request, path).await) }
+                async move { Ok::<_, Infallible>(forward(target, request, prefix, path).await) }
             });
             tokio::spawn(
                 hyper::server::conn::http1::Builder::new()
@@ -151,7 +164,22 @@ async fn requests_are_forwarded_with_their_method_query_and_body() -> anyhow::Re
     let text = String::from_utf8(answer.into_body().collect().await?.to_bytes().to_vec())?;
     assert_eq!(
         text,
-        "POST /a/b?x=1&y=2\nx-kept: kept\nx-forwarded-for: 127.0.0.1\nthe body"
+        "POST /a/b?x=1&y=2\nx-kept: kept\nx-forwarded-for: 127.0.0.1\nx-forwarded-uri: /front/a/b\nthe body"
+    );
+
+    // A redirect on the backend stays behind the proxy; its CORS headers do not pass.
+    let mut sender = client(front).await?;
+    let request = http::Request::get("/front/redirect")
+        .header(header::HOST, "front")
+        .body(Full::new(Bytes::new()))?;
+    let answer = sender.send_request(request).await?;
+    assert_eq!(answer.status(), StatusCode::FOUND);
+    assert_eq!(answer.headers()[header::LOCATION], "/front/elsewhere");
+    assert!(
+        answer
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
     );
 
     // The root path is redirected to the directory, as Kubernetes does.

@@ -10,6 +10,7 @@ mod log;
 mod node;
 mod path;
 mod pod;
+mod rewrite;
 mod service;
 mod stream;
 

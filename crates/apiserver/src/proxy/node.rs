@@ -6,7 +6,7 @@
 use super::Answer;
 use super::backend::Backend;
 use super::forward::forward;
-use super::path::{proxy_path, split_scheme_name_port};
+use super::path::{proxy_path, proxy_prefix, split_scheme_name_port};
 use crate::engine::Engine;
 use http::Request;
 use kyb_api::Status;
@@ -40,8 +40,9 @@ pub fn serve(engine: Arc<Engine>, target: ResourceRequest, request: Request<Body
                 port,
             }
         };
+        let prefix = proxy_prefix(request.uri().path(), false);
         let path = proxy_path(request.uri().path(), false);
-        Ok(forward(backend, request, path).await)
+        Ok(forward(backend, request, prefix, path).await)
     })
 }
 

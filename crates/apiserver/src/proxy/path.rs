@@ -27,6 +27,17 @@ pub fn proxy_path(request_path: &str, namespaced: bool) -> String {
     join_preserving_trailing_slash(&format!("/{}", rest.join("/")))
 }
 
+/// The part of a proxy subresource's URL up to and including its `proxy` segment
+/// (`/api/v1/namespaces/ns/pods/web/proxy`): what redirects are rewritten under.
+pub fn proxy_prefix(request_path: &str, namespaced: bool) -> String {
+    let skip = if namespaced { 8 } else { 6 };
+    request_path
+        .split('/')
+        .take(skip)
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
 /// Go's `path.Clean` of `path`, with a trailing slash kept when it had one.
 pub fn join_preserving_trailing_slash(path: &str) -> String {
     let mut segments: Vec<&str> = Vec::new();
@@ -75,7 +86,9 @@ mod tests {
         assert_eq!(proxy_path(&format!("{pods}/a/b/"), true), "/a/b/");
         assert_eq!(proxy_path(&format!("{pods}/a/../../x"), true), "/x");
         assert_eq!(proxy_path(&format!("{pods}//a/./b"), true), "/a/b");
+        assert_eq!(proxy_prefix(&format!("{pods}/a/b"), true), pods);
         let nodes = "/api/v1/nodes/n1/proxy";
+        assert_eq!(proxy_prefix(&format!("{nodes}/"), false), nodes);
         assert_eq!(proxy_path(nodes, false), "");
         assert_eq!(
             proxy_path(&format!("{nodes}/stats/summary"), false),

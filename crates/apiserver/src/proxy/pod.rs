@@ -5,7 +5,7 @@
 use super::Answer;
 use super::backend::Backend;
 use super::forward::forward;
-use super::path::{proxy_path, split_scheme_name_port};
+use super::path::{proxy_path, proxy_prefix, split_scheme_name_port};
 use crate::engine::Engine;
 use http::Request;
 use kyb_api::Status;
@@ -25,8 +25,9 @@ pub fn serve(engine: Arc<Engine>, target: ResourceRequest, request: Request<Body
             .lookup_shared("", "pods", Some(&namespace), name)
             .ok_or_else(|| Status::not_found("", "pods", name))?;
         let backend = location(&pod, scheme, port)?;
+        let prefix = proxy_prefix(request.uri().path(), true);
         let path = proxy_path(request.uri().path(), true);
-        Ok(forward(backend, request, path).await)
+        Ok(forward(backend, request, prefix, path).await)
     })
 }
 

@@ -49,6 +49,7 @@ fn kubelet(
     request: Request<Body>,
     seen: &Seen,
     lines: &Mutex<Option<mpsc::Receiver<Bytes>>>,
+    sidecar: &Mutex<Option<mpsc::Receiver<Bytes>>>,
 ) -> Response<Body> {
     let user = request
         .extensions()
@@ -72,6 +73,12 @@ fn kubelet(
             Some(receiver) => Response::new(Body::new(Lines(receiver))),
             None => text(200, "0123456789\n"),
         },
+        "/containerLogs/default/web/sidecar" => {
+            match sidecar.lock().ok().and_then(|mut l| l.take()) {
+                Some(receiver) => Response::new(Body::new(Lines(receiver))),
+                None => text(404, "404 page not found\n"),
+            }
+        }
         "/containerLogs/default/web/setup" => text(
             400,
             "container \"setup\" in pod \"web\" is waiting to start: PodInitializing",
@@ -85,6 +92,7 @@ struct StandIn {
     port: u16,
     seen: Seen,
     lines: mpsc::Sender<Bytes>,
+    sidecar: mpsc::Sender<Bytes>,
     client: KubeletClientConfig,
 }
 
@@ -113,9 +121,11 @@ async fn stand_in() -> anyhow::Result<StandIn> {
     let seen: Seen = Arc::default();
     let (sender, receiver) = mpsc::channel(4);
     let lines = Arc::new(Mutex::new(Some(receiver)));
+    let (sidecar_sender, sidecar) = mpsc::channel(4);
+    let sidecar = Arc::new(Mutex::new(Some(sidecar)));
     let recorded = seen.clone();
     let service = tower::service_fn(move |request: Request<Body>| {
-        let response = kubelet(request, &recorded, &lines);
+        let response = kubelet(request, &recorded, &lines, &sidecar);
         async move { Ok::<_, Infallible>(response) }
     });
     tokio::spawn(async move { kyb_serving::tls::serve(&listener, tls, service).await });
@@ -124,6 +134,7 @@ async fn stand_in() -> anyhow::Result<StandIn> {
         port,
         seen,
         lines: sender,
+        sidecar: sidecar_sender,
         client,
     })
 }
@@ -232,6 +243,20 @@ async fn pod_logs_stream_from_the_kubelet_as_they_are_written() -> anyhow::Resul
         ]
     );
 
+    // A client that goes away takes the kubelet's stream with it.
+    let response = stack
+        .clone()
+        .oneshot(get(&format!("{logs}?container=sidecar&follow=true")))
+        .await?;
+    kubelet.sidecar.send(Bytes::from("one\n")).await?;
+    let mut body = response.into_body();
+    let first = tokio::time::timeout(Duration::from_secs(10), body.frame()).await?;
+    assert!(first.is_some(), "no first line");
+    drop(body);
+    tokio::time::timeout(Duration::from_secs(10), kubelet.sidecar.closed())
+        .await
+        .map_err(|_| anyhow::anyhow!("the kubelet's stream outlived the client"))?;
+
     // limitBytes cuts the stream, whatever the kubelet sends.
     let response = stack
         .clone()
@@ -272,7 +297,7 @@ async fn pod_logs_stream_from_the_kubelet_as_they_are_written() -> anyhow::Resul
     )
     .await?;
     assert_eq!(code, StatusCode::OK);
-    assert_eq!(kubelet.seen.lock().map(|s| s.len()).unwrap_or_default(), 3);
+    assert_eq!(kubelet.seen.lock().map(|s| s.len()).unwrap_or_default(), 4);
 
     // A node whose only address is loopback is not proxied to.
     let (code, status) = send(stack, get("/api/v1/nodes/n1/proxy/healthz")).await?;

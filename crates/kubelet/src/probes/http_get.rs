@@ -10,9 +10,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt as _, Empty};
 use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::{Container, HTTPGetAction};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::ServerName;
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -216,7 +214,9 @@ async fn send(request: &Request) -> Result<(Response, Option<String>), Error> {
                 Err(_) => ServerName::try_from(request.host.clone())
                     .map_err(|err| fail(format!("tls: {err}")))?,
             };
-            let connector = tokio_rustls::TlsConnector::from(insecure_tls());
+            let connector = tokio_rustls::TlsConnector::from(
+                insecure_tls().map_err(|e| fail(format!("tls: {e}")))?,
+            );
             match connector.connect(name, stream).await {
                 Ok(tls) => exchange(tls, request).await.map_err(fail),
                 Err(err) => {
@@ -387,78 +387,11 @@ fn split_authority(authority: &str, scheme: Scheme) -> Option<(String, u16)> {
 
 /// TLS that accepts any server certificate (kubelet's `InsecureSkipVerify`), still
 /// checking the handshake's signatures.
-fn insecure_tls() -> Arc<rustls::ClientConfig> {
-    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
+fn insecure_tls() -> Result<Arc<rustls::ClientConfig>, String> {
+    static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
     CONFIG
-        .get_or_init(|| {
-            let provider = Arc::new(rustls::crypto::ring::default_provider());
-            let verifier = Arc::new(AnyCertificate(provider.clone()));
-            let mut config = match rustls::ClientConfig::builder_with_provider(provider)
-                .with_safe_default_protocol_versions()
-            {
-                Ok(builder) => builder
-                    .dangerous()
-                    .with_custom_certificate_verifier(verifier)
-                    .with_no_client_auth(),
-                // The ring provider supports the default versions; this is unreachable.
-                Err(_) => rustls::ClientConfig::builder()
-                    .dangerous()
-                    .with_custom_certificate_verifier(verifier)
-                    .with_no_client_auth(),
-            };
-            config.alpn_protocols = vec![b"http/1.1".to_vec()];
-            Arc::new(config)
-        })
+        .get_or_init(|| kyb_pki::tls::insecure_client_config(None).map_err(|e| e.to_string()))
         .clone()
-}
-
-/// Accepts every certificate; verifies signatures with the provider's algorithms.
-#[derive(Debug)]
-struct AnyCertificate(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
 }
 
 #[cfg(test)]

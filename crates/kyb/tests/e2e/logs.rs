@@ -41,6 +41,29 @@ spec:
   volumes: [{{name: data, emptyDir: {{}}}}]
 "#
     ));
+    // A container that never starts has no log yet: the kubelet's reason, passed on.
+    cluster.apply(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: never}
+spec:
+  containers:
+  - name: c
+    image: registry.invalid/no/such:image
+"#,
+    );
+    cluster.wait_for_pod("never", "waiting", |pod| {
+        container_status(pod, "c").is_some_and(|c| c["state"]["waiting"].is_object())
+    });
+    let waiting = cluster.kubectl(&["logs", "never"]);
+    assert!(!waiting.status.success());
+    let error = String::from_utf8_lossy(&waiting.stderr);
+    assert!(
+        error.contains("container \"c\" in pod \"never\" is waiting to start: "),
+        "{error}"
+    );
+
     cluster.wait_for_pod("talker", "app running", |pod| {
         container_status(pod, "app").is_some_and(|c| c["state"]["running"].is_object())
     });
@@ -103,6 +126,16 @@ spec:
         cluster.kubectl_ok(&["logs", "talker", "-c", "setup"]),
         "init done\n"
     );
+    assert_eq!(
+        cluster.kubectl_ok(&[
+            "logs",
+            "talker",
+            "-c",
+            "setup",
+            "--insecure-skip-tls-verify-backend"
+        ]),
+        "init done\n"
+    );
     let previous = cluster.kubectl(&["logs", "talker", "-c", "app", "--previous"]);
     assert!(!previous.status.success());
     let error = String::from_utf8_lossy(&previous.stderr);
@@ -154,6 +187,13 @@ fn proxies_reach_the_kubelet_pods_and_services_as_root() {
         &format!("/api/v1/nodes/{node}/proxy/healthz"),
     ]);
     assert_eq!(healthz, "ok");
+    let configz = cluster.kubectl_ok(&[
+        "get",
+        "--raw",
+        &format!("/api/v1/nodes/{node}/proxy/configz"),
+    ]);
+    let configz: serde_json::Value = serde_json::from_str(&configz).unwrap();
+    assert!(configz["kubeletconfig"].is_object(), "{configz}");
 
     cluster.apply(&format!(
         r#"
