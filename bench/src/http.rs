@@ -159,6 +159,15 @@ pub fn token_file(dir: &Path) -> anyhow::Result<PathBuf> {
 /// Starts `kyb server` ([`kyb_binary`]) on a free loopback port with `dir` as its data
 /// dir and `flags` added, and waits until it is ready; the process and its port.
 pub fn start_server(dir: &Path, flags: &[&str]) -> anyhow::Result<(Process, u16)> {
+    start_server_in(None, dir, flags)
+}
+
+/// [`start_server`], inside the network namespace `netns` when given (its loopback).
+pub fn start_server_in(
+    netns: Option<&kyb_testkit::NetNs>,
+    dir: &Path,
+    flags: &[&str],
+) -> anyhow::Result<(Process, u16)> {
     let binary = kyb_binary();
     anyhow::ensure!(
         binary.exists(),
@@ -166,8 +175,12 @@ pub fn start_server(dir: &Path, flags: &[&str]) -> anyhow::Result<(Process, u16)
         binary.display()
     );
     let port = kyb_testkit::free_port()?;
+    let mut command = match netns {
+        Some(netns) => netns.command(&binary),
+        None => Command::new(&binary),
+    };
     let mut server = Process::spawn(
-        Command::new(&binary)
+        command
             .env_remove("RUST_LOG")
             .args([
                 "server",

@@ -18,6 +18,7 @@ mod pods;
 mod scheduler;
 mod stats;
 mod storage;
+mod streaming;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -32,6 +33,7 @@ fn main() -> anyhow::Result<()> {
         Some("lists") => lists::run(quick),
         Some("apf") => flowcontrol::run(quick),
         Some("pods") => pods::run(quick),
+        Some("streaming") => streaming::run(quick),
         Some("scheduler") => {
             let chosen: Vec<&str> = args
                 .windows(2)
@@ -41,7 +43,7 @@ fn main() -> anyhow::Result<()> {
             scheduler::run(quick, &chosen)
         }
         _ => anyhow::bail!(
-            "usage: kyb-bench storage|apiserver|scheduler|controllers|lists|apf|pods [--quick] [--embedded-only] [--workload a|b|c]"
+            "usage: kyb-bench storage|apiserver|scheduler|controllers|lists|apf|pods|streaming [--quick] [--embedded-only] [--workload a|b|c]"
         ),
     }
 }

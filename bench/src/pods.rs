@@ -138,67 +138,95 @@ fn image_archive(name: &'static str) -> anyhow::Result<std::path::PathBuf> {
     })
 }
 
-pub fn run(quick: bool) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        kyb_node_sys::privileges::is_root(),
-        "the pods benchmark runs containers: run it as root"
-    );
-    let dir = kyb_testkit::temp_dir("bench-pods")?;
-    let (server, port) = crate::http::start_server(dir.path(), &[])?;
-    admin_tls(dir.path())?;
-    let netns = NetNs::create()?;
-    let runtime = TestContainerd::start(&netns, |root| {
-        let config = ContainerdConfig::new(root.join("agent"));
-        containerd::write_config(&config)?;
-        containerd::write_cni_config(&config.cni_conf_dir, "10.42.0.0/16")?;
-        Ok(ContainerdFiles {
-            config_file: config.config_file(),
-            socket: config.socket_path(),
+/// One node for the benchmarks: a release `kyb server --disable-agent` on loopback, a
+/// containerd in a network namespace this creates (with the busybox and pause images),
+/// and a separate `kyb kubelet` process on it, its API on loopback.
+pub struct Node {
+    pub kubelet: Process,
+    _server: Process,
+    pub runtime: TestContainerd,
+    pub netns: NetNs,
+    pub port: u16,
+    pub dir: tempfile::TempDir,
+}
+
+impl Node {
+    /// The node; with `inside`, the server and the kubelet run inside the network
+    /// namespace too (so that the kubelet reaches containerd's streaming server, and
+    /// kubectl, run there with [`NetNs::command`], reaches them all on its loopback).
+    pub fn start(label: &str, inside: bool) -> anyhow::Result<Node> {
+        anyhow::ensure!(
+            kyb_node_sys::privileges::is_root(),
+            "this benchmark runs containers: run it as root"
+        );
+        let dir = kyb_testkit::temp_dir(label)?;
+        let netns = NetNs::create()?;
+        let (server, port) =
+            crate::http::start_server_in(inside.then_some(&netns), dir.path(), &[])?;
+        admin_tls(dir.path())?;
+        let runtime = TestContainerd::start(&netns, |root| {
+            let config = ContainerdConfig::new(root.join("agent"));
+            containerd::write_config(&config)?;
+            containerd::write_cni_config(&config.cni_conf_dir, "10.42.0.0/16")?;
+            Ok(ContainerdFiles {
+                config_file: config.config_file(),
+                socket: config.socket_path(),
+            })
+        })?;
+        for image in ["pause", "busybox"] {
+            let archive = image_archive(image)?;
+            let archive = crate::http::path_str(&archive)?.to_string();
+            runtime.ctr(&["images", "import", &archive])?;
+        }
+        let kubelet_port = kyb_testkit::free_port()?;
+        let mut command = if inside {
+            netns.command(kyb_binary())
+        } else {
+            Command::new(kyb_binary())
+        };
+        let kubelet = Process::spawn(
+            command
+                .env_remove("RUST_LOG")
+                .arg("--data-dir")
+                .arg(dir.path())
+                .arg("kubelet")
+                .arg("--kubeconfig")
+                .arg(dir.path().join("components/kubelet.kubeconfig"))
+                .arg("--container-runtime-endpoint")
+                .arg(runtime.endpoint())
+                // The node and its API on loopback: nothing leaves the machine.
+                .args(["--node-ip", "127.0.0.1", "--address", "127.0.0.1"])
+                .args(["--port", &kubelet_port.to_string()])
+                // Memory only: a full build disk must not put the node under DiskPressure.
+                .args(["--eviction-hard", "memory.available<1Mi"]),
+        )?;
+        Ok(Node {
+            kubelet,
+            _server: server,
+            runtime,
+            netns,
+            port,
+            dir,
         })
-    })?;
-    for image in ["pause", "busybox"] {
-        let archive = image_archive(image)?;
-        let archive = crate::http::path_str(&archive)?.to_string();
-        runtime.ctr(&["images", "import", &archive])?;
     }
-    let kubelet = Process::spawn(
-        Command::new(kyb_binary())
-            .env_remove("RUST_LOG")
-            .arg("--data-dir")
-            .arg(dir.path())
-            .arg("kubelet")
-            .arg("--kubeconfig")
-            .arg(dir.path().join("components/kubelet.kubeconfig"))
-            .arg("--container-runtime-endpoint")
-            .arg(runtime.endpoint())
-            // Memory only: a full build disk must not put the node under DiskPressure.
-            .args(["--eviction-hard", "memory.available<1Mi"]),
-    )?;
-    let outcome = tokio::runtime::Builder::new_multi_thread()
+}
+
+pub fn run(quick: bool) -> anyhow::Result<()> {
+    let node = Node::start("bench-pods", false)?;
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?
         .block_on(measure(
-            port,
-            kubelet.id(),
+            node.port,
+            node.kubelet.id(),
             quick,
-            &runtime.endpoint(),
-            dir.path(),
-        ));
-    drop(kubelet);
-    drop(runtime);
-    drop(netns);
-    drop(server);
-    outcome
+            &node.runtime.endpoint(),
+            node.dir.path(),
+        ))
 }
 
-async fn measure(
-    port: u16,
-    kubelet: u32,
-    quick: bool,
-    runtime: &str,
-    data_dir: &std::path::Path,
-) -> anyhow::Result<()> {
-    // The node Ready.
+/// Waits until the node is Ready and the default service account exists.
+pub async fn wait_ready(port: u16) -> anyhow::Result<()> {
     let mut sender = connect(port).await?;
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -217,7 +245,6 @@ async fn measure(
         anyhow::ensure!(Instant::now() < deadline, "the node did not become Ready");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    // And the default service account, which pods need.
     loop {
         let (status, _) = request(
             &mut sender,
@@ -227,10 +254,21 @@ async fn measure(
         )
         .await?;
         if status == 200 {
-            break;
+            return Ok(());
         }
+        anyhow::ensure!(Instant::now() < deadline, "no default service account");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+async fn measure(
+    port: u16,
+    kubelet: u32,
+    quick: bool,
+    runtime: &str,
+    data_dir: &std::path::Path,
+) -> anyhow::Result<()> {
+    wait_ready(port).await?;
     tokio::time::sleep(Duration::from_secs(5)).await;
     let idle_rss = rss_mib(kubelet);
 

@@ -9,8 +9,22 @@ use std::path::Path;
 /// (`/run/netns/NAME`, or `/proc/PID/ns/net`). The calling thread stays in its own
 /// namespace: a short-lived thread enters the other one and binds. Needs root.
 pub fn bind_tcp(netns: &Path, addr: SocketAddr) -> std::io::Result<TcpListener> {
+    within(netns, move || TcpListener::bind(addr))
+}
+
+/// A TCP connection to `addr` made from inside the network namespace at `netns` (see
+/// [`bind_tcp`]). Needs root.
+pub fn connect_tcp(netns: &Path, addr: SocketAddr) -> std::io::Result<std::net::TcpStream> {
+    within(netns, move || std::net::TcpStream::connect(addr))
+}
+
+/// Runs `open` on a short-lived thread that entered the network namespace at `netns`.
+fn within<T: Send + 'static>(
+    netns: &Path,
+    open: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
     let netns = netns.to_path_buf();
-    std::thread::spawn(move || -> std::io::Result<TcpListener> {
+    std::thread::spawn(move || -> std::io::Result<T> {
         let file = std::fs::File::open(&netns).map_err(|e| {
             std::io::Error::new(e.kind(), format!("opening {}: {e}", netns.display()))
         })?;
@@ -24,7 +38,7 @@ pub fn bind_tcp(netns: &Path, addr: SocketAddr) -> std::io::Result<TcpListener> 
                 netns.display()
             ))
         })?;
-        TcpListener::bind(addr)
+        open()
     })
     .join()
     .map_err(|_| std::io::Error::other("the thread entering the network namespace panicked"))?

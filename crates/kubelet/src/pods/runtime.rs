@@ -51,6 +51,13 @@ pub struct Instance {
 }
 
 impl Instance {
+    /// Whether the instance exited longer than [`EXIT_SETTLE`] ago (its status final).
+    pub fn settled(&self) -> bool {
+        let now = jiff::Timestamp::now().as_nanosecond() as i64;
+        self.state == State::Exited
+            && now.saturating_sub(self.finished_at) > EXIT_SETTLE.as_nanos() as i64
+    }
+
     /// Whether the instance finished with a failure.
     pub fn failed(&self) -> bool {
         self.state == State::Exited && self.exit_code != 0
@@ -86,8 +93,12 @@ impl PodRuntime {
     }
 }
 
+/// How long after its exit a container's status may still change: the runtime's OOM
+/// event can follow the exit event, turning the reason from `Error` into `OOMKilled`.
+pub const EXIT_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Container statuses already read, by container ID: an exited container's status never
-/// changes, so it is read from the runtime once.
+/// changes once settled (see [`EXIT_SETTLE`]), so it is read from the runtime once.
 #[derive(Default)]
 pub struct StatusCache {
     exited: HashMap<String, Instance>,
@@ -174,7 +185,7 @@ pub async fn observe(cri: &Cri, uid: &str, cache: &mut StatusCache) -> anyhow::R
         };
         let Some(status) = status else { continue };
         let instance = instance(&container, status);
-        if instance.state == State::Exited {
+        if instance.state == State::Exited && instance.settled() {
             cache.exited.insert(instance.id.clone(), instance.clone());
         }
         observed.instances.push(instance);

@@ -475,6 +475,15 @@ impl Worker {
             runtime
         };
         let status = self.status(pod, &runtime);
+        // The pod ends with a container that exited a moment ago: its status may still
+        // change (an OOM kill reported after the exit), and a terminal phase is final.
+        let unsettled = runtime
+            .instances
+            .iter()
+            .any(|i| i.state == State::Exited && !i.settled());
+        if is_terminal(Some(&status)) && unsettled {
+            return Next::After(super::runtime::EXIT_SETTLE);
+        }
         if !self.write_status(pod, &status).await {
             wait = wait.min(RETRY);
         }

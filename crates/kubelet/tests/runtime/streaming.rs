@@ -13,38 +13,15 @@ use kyb_streaming::remotecommand::{self, Outcome, RemoteCommand, Streams};
 use kyb_streaming::spdy::upgrade::upgrade;
 use kyb_streaming::spdy::{Session, StreamReader};
 use kyb_testkit::NetNs;
-use std::process::Stdio;
 use std::time::Duration;
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
-/// A byte connection to `host:port` inside `netns`: busybox `nc`'s stdin and stdout.
-async fn connect_in(
-    netns: &NetNs,
-    address: &str,
-) -> anyhow::Result<(
-    tokio::process::Child,
-    impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
-)> {
-    let (host, port) = address
-        .rsplit_once(':')
-        .ok_or_else(|| anyhow::anyhow!("no port in {address}"))?;
-    let mut command = tokio::process::Command::from(netns.command("busybox"));
-    command
-        .args(["nc", host, port])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = command.spawn()?;
-    let stdin = child
-        .stdin
-        .take()
-        .ok_or_else(|| anyhow::anyhow!("no stdin"))?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
-    Ok((child, tokio::io::join(stdout, stdin)))
+/// A TCP connection to `address` (`host:port`) made inside `netns`.
+fn connect_in(netns: &NetNs, address: &str) -> anyhow::Result<tokio::net::TcpStream> {
+    let stream = kyb_node_sys::netns::connect_tcp(&netns.path(), address.parse()?)?;
+    stream.set_nonblocking(true)?;
+    Ok(tokio::net::TcpStream::from_std(stream)?)
 }
 
 async fn read_all(reader: Option<StreamReader>) -> Vec<u8> {
@@ -88,7 +65,7 @@ async fn remotecommand_over_spdy_runs_against_containerds_streaming_server_as_ro
         .strip_prefix("http://")
         .ok_or_else(|| anyhow::anyhow!("exec URL {url}"))?;
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let (_nc, mut io) = connect_in(&netns, authority).await?;
+    let mut io = connect_in(&netns, authority)?;
     let negotiated = upgrade(&mut io, authority, path, &["v4.channel.k8s.io"]).await?;
     assert_eq!(negotiated, "v4.channel.k8s.io");
 
