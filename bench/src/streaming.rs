@@ -130,6 +130,18 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
     // exec: whole `kubectl exec -- true` runs, one after another.
     apply(&node, &pod("shell", "Always", "exec sleep 3600"))?;
     wait_pod(&node, "shell", "{.status.phase}", "Running")?;
+    // A standalone kubelet serves a self-signed certificate until its serving CSR is
+    // signed; the API server, verifying kubelets against the cluster CA, waits for that.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !kubectl(&node)
+        .args(["exec", "shell", "--", "true"])
+        .output()?
+        .status
+        .success()
+    {
+        anyhow::ensure!(Instant::now() < deadline, "exec never worked");
+        std::thread::sleep(Duration::from_millis(500));
+    }
     let rounds = if quick { 20 } else { 100 };
     let mut execs = Vec::with_capacity(rounds);
     for _ in 0..rounds {

@@ -147,7 +147,13 @@ where
 {
     let mut websocket = WebSocketStream::from_raw_socket(client, Role::Server, None).await;
     let message = Message::Binary(channel::encode(channel::ERROR, status).into());
-    if websocket.send(message).await.is_ok() && websocket.close(None).await.is_ok() {
+    // A normal closure, so that the client reads the status rather than an error: a
+    // Close without a code is 1005, which client-go reports instead of the status.
+    let normal = CloseFrame {
+        code: CloseCode::Normal,
+        reason: "".into(),
+    };
+    if websocket.send(message).await.is_ok() && websocket.close(Some(normal)).await.is_ok() {
         // The client's answer to our Close (see `translate`).
         let answered = async { while let Some(Ok(_)) = websocket.next().await {} };
         let _ = tokio::time::timeout(CLOSE_WAIT, answered).await;
