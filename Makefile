@@ -38,4 +38,3 @@ bench: deps
 	target/release/kyb-bench lists
 	target/release/kyb-bench scheduler
 	target/release/kyb-bench pods
-	target/release/kyb-bench streaming
