@@ -38,3 +38,4 @@ bench: deps
 	target/release/kyb-bench lists
 	target/release/kyb-bench scheduler
 	target/release/kyb-bench pods
+	target/release/kyb-bench streaming

@@ -197,6 +197,10 @@ impl Node {
                 // The node and its API on loopback: nothing leaves the machine.
                 .args(["--node-ip", "127.0.0.1", "--address", "127.0.0.1"])
                 .args(["--port", &kubelet_port.to_string()])
+                // The API server's client certificate is the cluster CA's (a standalone
+                // kubelet without a client CA accepts bearer tokens only).
+                .arg("--client-ca-file")
+                .arg(dir.path().join("pki/ca.crt"))
                 // Memory only: a full build disk must not put the node under DiskPressure.
                 .args(["--eviction-hard", "memory.available<1Mi"]),
         )?;

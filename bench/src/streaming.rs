@@ -72,8 +72,9 @@ fn pod(name: &str, restart: &str, script: &str) -> String {
     )
 }
 
-/// A `kubectl port-forward` running until dropped.
-struct Forward(Child);
+/// A `kubectl port-forward` running until dropped, with its output kept open (it writes
+/// a line per address it listens on; a closed pipe would end it).
+struct Forward(Child, Option<std::io::BufReader<std::process::ChildStdout>>);
 
 impl Drop for Forward {
     fn drop(&mut self) {
@@ -133,13 +134,14 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
     // A standalone kubelet serves a self-signed certificate until its serving CSR is
     // signed; the API server, verifying kubelets against the cluster CA, waits for that.
     let waited = Instant::now();
-    let deadline = waited + Duration::from_secs(300);
-    while !kubectl(&node)
-        .args(["exec", "shell", "--", "true"])
-        .output()?
-        .status
-        .success()
-    {
+    let deadline = waited + Duration::from_secs(180);
+    loop {
+        let tried = kubectl(&node)
+            .args(["exec", "shell", "--", "true"])
+            .output()?;
+        if tried.status.success() {
+            break;
+        }
         if Instant::now() > deadline {
             let said = node.kubelet.output();
             let certificate: Vec<&str> = said
@@ -151,7 +153,8 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
                 .args(["get", "nodes", "-o", "wide"])
                 .output()?;
             anyhow::bail!(
-                "exec never worked; the kubelet said: {certificate:#?}; CSRs: {}; nodes: {}",
+                "exec never worked ({}); the kubelet said: {certificate:#?}; CSRs: {}; nodes: {}",
+                String::from_utf8_lossy(&tried.stderr).trim(),
                 String::from_utf8_lossy(&csrs.stdout),
                 String::from_utf8_lossy(&nodes.stdout)
             );
@@ -220,6 +223,7 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()?,
+        None,
     );
     {
         use std::io::BufRead;
@@ -229,11 +233,13 @@ pub fn run(quick: bool) -> anyhow::Result<()> {
             .take()
             .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
         let mut line = String::new();
-        std::io::BufReader::new(stdout).read_line(&mut line)?;
+        let mut reader = std::io::BufReader::new(stdout);
+        reader.read_line(&mut line)?;
         anyhow::ensure!(
             line.starts_with("Forwarding from"),
             "port-forward said {line:?}"
         );
+        forward.1 = Some(reader);
     }
     let forwarded = format!("http://127.0.0.1:{local}");
     let direct = format!("http://{pod_ip}:8080");
