@@ -147,7 +147,18 @@ pub struct Node {
     pub runtime: TestContainerd,
     pub netns: NetNs,
     pub port: u16,
+    _volumes: VolumeMounts,
     pub dir: tempfile::TempDir,
+}
+
+/// Unmounts the pods' volumes (tmpfs) under the data dir, once the agent and containerd
+/// are gone and before the directory is removed.
+struct VolumeMounts(std::path::PathBuf);
+
+impl Drop for VolumeMounts {
+    fn drop(&mut self) {
+        kyb_testkit::unmount_under(&self.0);
+    }
 }
 
 impl Node {
@@ -210,6 +221,7 @@ impl Node {
             runtime,
             netns,
             port,
+            _volumes: VolumeMounts(dir.path().to_path_buf()),
             dir,
         })
     }
